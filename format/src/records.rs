@@ -1,0 +1,296 @@
+//! The record kinds a capture is made of: the logical data model, independent of framing.
+//!
+//! Every record is encoded as `kind (varint) · body length (varint) · postcard body`
+//! inside a block (see `SPEC.md`). Ids (`StringId`, `ModuleId`, `FrameId`, `StackId`)
+//! are assigned by the writer, dense from 0, and are only meaningful within one capture.
+
+use serde::{Deserialize, Serialize};
+
+/// Interned string id (see [`Record::String`]).
+pub type StringId = u32;
+/// Module id (see [`Module`]).
+pub type ModuleId = u32;
+/// Frame id (see [`Frame`]).
+pub type FrameId = u32;
+/// Stack id (see [`Stack`]).
+pub type StackId = u32;
+
+/// Written first in every capture (and repeated by the writer so a lost block cannot lose it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct SessionHeader {
+    /// Host name of the recording machine.
+    pub host: String,
+    /// `uname -r` of the recording machine.
+    pub kernel_release: String,
+    /// Architecture, as `std::env::consts::ARCH` spells it (`x86_64`, `aarch64`).
+    pub arch: String,
+    /// Online CPUs when recording started.
+    pub cpus: u32,
+    /// Page size in bytes.
+    pub page_size: u32,
+    /// Sampling frequency in Hz.
+    pub freq_hz: u32,
+    /// Target pids given on the command line (empty for `--all`).
+    pub targets: Vec<u32>,
+    /// Whether every process on the machine was recorded.
+    pub all_processes: bool,
+    /// The recorder's own command line.
+    pub command_line: Vec<String>,
+    /// Start time, nanoseconds since the Unix epoch.
+    pub start_wall_ns: u64,
+    /// Start time on CLOCK_MONOTONIC, in ns: sample timestamps are on this clock.
+    pub start_mono_ns: u64,
+    /// Version of the hotspot that wrote the capture.
+    pub recorder_version: String,
+}
+
+/// A process seen by the recorder. A later record with the same pid replaces an earlier
+/// one (this is how `exec` is recorded).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Process {
+    pub pid: u32,
+    /// Parent pid, 0 when unknown.
+    pub ppid: u32,
+    pub name: String,
+    pub cmdline: Vec<String>,
+    pub exe: String,
+    /// Monotonic ns when the recorder first saw it (or it started, when known).
+    pub start_ns: u64,
+}
+
+/// A thread seen by the recorder. A later record with the same tid and another name is
+/// a rename at `time_ns`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Thread {
+    pub tid: u32,
+    pub pid: u32,
+    pub name: String,
+    /// Monotonic ns at which this name was first seen.
+    pub time_ns: u64,
+}
+
+/// What kind of object a module is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum ModuleKind {
+    /// An ELF file mapped into a process (executable or shared library).
+    #[default]
+    Elf,
+    /// The kernel image (`vmlinux`).
+    Kernel,
+    /// A loadable kernel module.
+    KernelModule,
+    /// The vDSO.
+    Vdso,
+    /// Anonymous executable memory: JIT code, or anything without a file.
+    Jit,
+}
+
+impl ModuleKind {
+    /// True for the kernel and kernel modules.
+    pub fn is_kernel(self) -> bool {
+        matches!(self, ModuleKind::Kernel | ModuleKind::KernelModule)
+    }
+}
+
+/// A code object that frames point into.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Module {
+    pub id: ModuleId,
+    pub kind: ModuleKind,
+    /// Path on the recording machine (`[kernel.kallsyms]`, `[vdso]`, module name for kernel modules).
+    pub path: String,
+    /// GNU build-id (normally 20 bytes), empty when the object has none.
+    pub build_id: Vec<u8>,
+}
+
+/// Where a frame is, in machine-independent terms.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FrameAddr {
+    /// User code: offset into the module's file (for JIT modules: the address itself,
+    /// which is what `/tmp/perf-PID.map` names).
+    FileOffset(u64),
+    /// Kernel code: symbol name and offset from the symbol's start; never a raw address.
+    KernelSymbol { symbol: StringId, offset: u64 },
+}
+
+/// One distinct code location.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    pub id: FrameId,
+    pub module: ModuleId,
+    pub addr: FrameAddr,
+}
+
+/// A distinct call stack: frame ids leaf first (kernel frames, if any, come before user
+/// frames). A sample was taken in kernel mode iff its leaf frame is in a kernel module.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stack {
+    pub id: StackId,
+    pub frames: Vec<FrameId>,
+}
+
+/// One sample: the logical view of a row of a [`SampleBatch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Sample {
+    /// CLOCK_MONOTONIC ns.
+    pub time_ns: u64,
+    pub tid: u32,
+    pub cpu: u32,
+    pub stack: StackId,
+}
+
+/// Samples, stored column by column on disk (see `SPEC.md`, "Sample batches").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SampleBatch {
+    pub samples: Vec<Sample>,
+}
+
+/// A source location inside a symbol.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct SourceLoc {
+    /// Source file path as the debug info has it; `None` when unknown.
+    pub file: Option<StringId>,
+    /// 1-based line, 0 when unknown.
+    pub line: u32,
+}
+
+/// An inlined call inside a frame's function.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct InlinedFn {
+    pub function: StringId,
+    /// Where the code at the frame's address is, inside this inlined function.
+    pub loc: SourceLoc,
+}
+
+/// The symbol of one frame, resolved on the recording machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Symbol {
+    pub frame: FrameId,
+    /// Demangled function name.
+    pub function: StringId,
+    /// Source location of the address within `function` (its call site when `inlined` is
+    /// not empty).
+    pub loc: SourceLoc,
+    /// Inlined functions at this address, outermost first.
+    pub inlined: Vec<InlinedFn>,
+}
+
+/// Samples the kernel could not hand over (ring-buffer full), counted per CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Lost {
+    /// Monotonic ns when the loss was noticed.
+    pub time_ns: u64,
+    pub cpu: u32,
+    /// Samples lost since the previous `Lost` record for this CPU.
+    pub count: u64,
+}
+
+/// A process exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ProcessExit {
+    pub pid: u32,
+    pub time_ns: u64,
+}
+
+/// One entry of the seek index: where a block is and what time range it covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct IndexEntry {
+    /// Byte offset of the block's sync marker in the file.
+    pub offset: u64,
+    /// Block sequence number.
+    pub seq: u64,
+    /// Earliest and latest sample time in the block (0, 0 when it has no samples).
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub samples: u32,
+}
+
+/// Seek index for the blocks written since the previous index (or, at finish, all blocks).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Index {
+    /// True for the final index written by `finish`, which lists every block.
+    pub complete: bool,
+    pub entries: Vec<IndexEntry>,
+}
+
+/// Written once when the writer finishes cleanly; its absence means the capture was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct End {
+    pub samples: u64,
+    pub lost: u64,
+    pub blocks: u64,
+    pub end_wall_ns: u64,
+    pub end_mono_ns: u64,
+}
+
+/// Every record kind. The numeric kind on disk is given by [`Record::kind`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Session(SessionHeader),
+    String { id: StringId, text: String },
+    Process(Process),
+    ProcessExit(ProcessExit),
+    Thread(Thread),
+    Module(Module),
+    Frame(Frame),
+    Stack(Stack),
+    Samples(SampleBatch),
+    Symbol(Symbol),
+    Lost(Lost),
+    Index(Index),
+    End(End),
+}
+
+/// On-disk record kind numbers. Never renumber: add new kinds at the end.
+pub mod kind {
+    pub const SESSION: u32 = 1;
+    pub const STRING: u32 = 2;
+    pub const PROCESS: u32 = 3;
+    pub const PROCESS_EXIT: u32 = 4;
+    pub const THREAD: u32 = 5;
+    pub const MODULE: u32 = 6;
+    pub const FRAME: u32 = 7;
+    pub const STACK: u32 = 8;
+    pub const SAMPLES: u32 = 9;
+    pub const SYMBOL: u32 = 10;
+    pub const LOST: u32 = 11;
+    pub const INDEX: u32 = 12;
+    pub const END: u32 = 13;
+    /// Every kind with its name as `SPEC.md` spells it.
+    pub const ALL: &[(u32, &str)] = &[
+        (SESSION, "Session"),
+        (STRING, "String"),
+        (PROCESS, "Process"),
+        (PROCESS_EXIT, "ProcessExit"),
+        (THREAD, "Thread"),
+        (MODULE, "Module"),
+        (FRAME, "Frame"),
+        (STACK, "Stack"),
+        (SAMPLES, "Samples"),
+        (SYMBOL, "Symbol"),
+        (LOST, "Lost"),
+        (INDEX, "Index"),
+        (END, "End"),
+    ];
+}
+
+impl Record {
+    /// The on-disk kind number of this record.
+    pub fn kind(&self) -> u32 {
+        match self {
+            Record::Session(_) => kind::SESSION,
+            Record::String { .. } => kind::STRING,
+            Record::Process(_) => kind::PROCESS,
+            Record::ProcessExit(_) => kind::PROCESS_EXIT,
+            Record::Thread(_) => kind::THREAD,
+            Record::Module(_) => kind::MODULE,
+            Record::Frame(_) => kind::FRAME,
+            Record::Stack(_) => kind::STACK,
+            Record::Samples(_) => kind::SAMPLES,
+            Record::Symbol(_) => kind::SYMBOL,
+            Record::Lost(_) => kind::LOST,
+            Record::Index(_) => kind::INDEX,
+            Record::End(_) => kind::END,
+        }
+    }
+}

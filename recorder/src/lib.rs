@@ -1,0 +1,1 @@
+//! hotspot's recorder: turns BPF samples of live processes into a capture.

@@ -1,0 +1,1 @@
+//! hotspot's replay side: reads captures and folds them into profiles.

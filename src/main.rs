@@ -1,0 +1,5 @@
+//! The `hotspot` command line: argument parsing and wiring only.
+
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}
