@@ -1,0 +1,407 @@
+//! The C fixtures in `fixtures/` build, run and have the properties the end-to-end tests
+//! rely on: the expected symbols, a GNU build-id, frame-pointer prologues, and the
+//! per-fixture specifics (thread names, perf map, inlined subroutine, real recursion,
+//! stripped + debug-file split).
+
+mod common;
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use common::{build_id, fixture, fixture_with, run_tool, stripped_fixture};
+
+/// Short run length for every fixture, in seconds.
+const SHORT: f64 = 0.3;
+
+/// The functions each fixture promises (all have their own frame).
+fn expected_functions(name: &str) -> &'static [&'static str] {
+    match name {
+        "split7030" => &[
+            "hot_a",
+            "hot_b",
+            "hot_leaf",
+            "cold_a",
+            "cold_b",
+            "cold_leaf",
+        ],
+        "phased" => &[
+            "phase_one",
+            "p1_work",
+            "p1_leaf",
+            "phase_two",
+            "p2_work",
+            "p2_leaf",
+            "phase_three",
+            "p3_work",
+            "p3_leaf",
+        ],
+        "threads" => &[
+            "alpha_thread",
+            "alpha_work",
+            "alpha_leaf",
+            "beta_thread",
+            "beta_work",
+            "beta_leaf",
+            "gamma_thread",
+            "gamma_work",
+            "gamma_leaf",
+        ],
+        "recurse" => &["recurse_deep", "deep_leaf"],
+        "forker" => &["child_burn", "child_leaf", "parent_burn", "parent_leaf"],
+        "syscalls" => &["sys_loop", "sys_write_byte"],
+        "early" => &["early_burn", "early_leaf"],
+        "busy" => &["busy_loop", "busy_leaf"],
+        "inlined" => &["outer_fn"],
+        "memwork" => &["mem_driver", "mem_fill", "mem_copy"],
+        "jit" => &["jit_driver"],
+        other => panic!("no expectations for fixture {other}"),
+    }
+}
+
+/// How many leading instructions of each function [`prologues`] keeps.
+const PROLOGUE_LEN: usize = 4;
+
+/// First [`PROLOGUE_LEN`] instructions of every function in `bin`, from `objdump -d`.
+fn prologues(bin: &Path) -> HashMap<String, Vec<String>> {
+    let dis = run_tool(
+        Command::new("objdump")
+            .args(["-d", "--no-show-raw-insn"])
+            .arg(bin),
+    );
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    let mut current: Option<String> = None;
+    for line in dis.lines() {
+        if let Some(sym) = line.strip_suffix(">:").and_then(|l| l.split_once(" <")) {
+            current = Some(sym.1.to_owned());
+            out.entry(sym.1.to_owned()).or_default();
+        } else if let (Some(f), Some((_, insn))) = (&current, line.split_once(":\t")) {
+            let body = out.entry(f.clone()).or_default();
+            if body.len() < PROLOGUE_LEN {
+                body.push(insn.split_whitespace().collect::<Vec<_>>().join(" "));
+            }
+        } else if line.trim().is_empty() {
+            current = None;
+        }
+    }
+    out
+}
+
+fn check_static_properties(name: &str, bin: &Path) {
+    let notes = run_tool(Command::new("readelf").arg("-n").arg(bin));
+    assert!(
+        notes.contains("Build ID"),
+        "{name}: no GNU build-id note:\n{notes}"
+    );
+
+    let pro = prologues(bin);
+    for f in expected_functions(name).iter().chain(&["main"]) {
+        let insns = pro
+            .get(*f)
+            .unwrap_or_else(|| panic!("{name}: no function {f} in the binary"));
+        // GCC may schedule an unrelated instruction between the two.
+        assert!(
+            insns.first().is_some_and(|i| i == "push %rbp")
+                && insns.iter().any(|i| i == "mov %rsp,%rbp"),
+            "{name}: {f} does not start with a frame-pointer prologue: {insns:?}"
+        );
+    }
+}
+
+/// Runs `bin args...` to completion with captured output; checks it exits 0 within a
+/// sane time of `secs`.
+fn run_ok(name: &str, bin: &Path, args: &[&str], secs: f64) -> Output {
+    let start = Instant::now();
+    let out = Command::new(bin)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", bin.display()));
+    let took = start.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "{name} {args:?} failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        took >= secs * 0.9 && took < secs + 10.0,
+        "{name} {args:?} ran {took:.3}s, expected about {secs}s"
+    );
+    out
+}
+
+fn build_run(name: &str, args: &[&str], secs: f64) -> Output {
+    let bin = fixture(name);
+    check_static_properties(name, &bin);
+    run_ok(name, &bin, args, secs)
+}
+
+const SHORT_ARG: &str = "0.3";
+
+#[test]
+fn split7030() {
+    let out = build_run("split7030", &[SHORT_ARG], SHORT);
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn phased() {
+    // 0.1 s per phase.
+    let out = build_run("phased", &["0.1"], 0.3);
+    assert!(out.stdout.is_empty(), "phased printed to stdout");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for mark in [
+        "phase_one start_ns=",
+        "phase_two start_ns=",
+        "phase_three start_ns=",
+        "end_ns=",
+    ] {
+        assert!(err.contains(mark), "phased stderr lacks {mark:?}:\n{err}");
+    }
+}
+
+#[test]
+fn threads_are_named() {
+    let bin = fixture("threads");
+    check_static_properties("threads", &bin);
+    let mut child = Command::new(&bin)
+        .arg("1")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {}: {e}", bin.display()));
+    let want = ["hs-alpha", "hs-beta", "hs-gamma"];
+    let deadline = Instant::now() + Duration::from_millis(800);
+    let mut seen: Vec<String> = Vec::new();
+    while Instant::now() < deadline {
+        seen = fs::read_dir(format!("/proc/{}/task", child.id()))
+            .map(|tasks| {
+                tasks
+                    .filter_map(|t| t.ok())
+                    .filter_map(|t| fs::read_to_string(t.path().join("comm")).ok())
+                    .map(|c| c.trim_end().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if want.iter().all(|w| seen.iter().any(|s| s == w)) {
+            break;
+        }
+        sleep(Duration::from_millis(20));
+    }
+    let status = child.wait().expect("waiting for threads fixture");
+    assert!(status.success(), "threads exited with {status}");
+    for w in want {
+        assert!(
+            seen.iter().any(|s| s == w),
+            "thread {w} not seen; comms: {seen:?}"
+        );
+    }
+}
+
+#[test]
+fn recurse_really_recurses() {
+    let bin = fixture("recurse");
+    check_static_properties("recurse", &bin);
+    let dis = run_tool(
+        Command::new("objdump")
+            .args(["-d", "--no-show-raw-insn", "--disassemble=recurse_deep"])
+            .arg(&bin),
+    );
+    assert!(
+        dis.lines()
+            .any(|l| l.contains("call") && l.contains("<recurse_deep>")),
+        "recurse_deep does not call itself:\n{dis}"
+    );
+    run_ok("recurse", &bin, &[SHORT_ARG], SHORT);
+    run_ok("recurse", &bin, &[SHORT_ARG, "10"], SHORT);
+}
+
+#[test]
+fn forker() {
+    let out = build_run("forker", &[SHORT_ARG], SHORT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("forker: child pid=").count(),
+        2,
+        "stderr:\n{err}"
+    );
+}
+
+#[test]
+fn syscalls() {
+    build_run("syscalls", &[SHORT_ARG], SHORT);
+}
+
+#[test]
+fn early() {
+    build_run("early", &["0.5"], 0.5);
+}
+
+#[test]
+fn busy() {
+    build_run("busy", &[SHORT_ARG], SHORT);
+}
+
+#[test]
+fn inlined_has_inline_debug_info() {
+    let bin = fixture("inlined");
+    check_static_properties("inlined", &bin);
+    let dis = run_tool(
+        Command::new("objdump")
+            .args([
+                "-d",
+                "-l",
+                "--inlines",
+                "--no-show-raw-insn",
+                "--disassemble=outer_fn",
+            ])
+            .arg(&bin),
+    );
+    assert!(
+        dis.contains("inl_helper"),
+        "no inlined inl_helper inside outer_fn:\n{dis}"
+    );
+    let syms = run_tool(Command::new("nm").arg(&bin));
+    assert!(
+        !syms.lines().any(|l| l.ends_with(" inl_helper")),
+        "inl_helper has an out-of-line copy"
+    );
+    run_ok("inlined", &bin, &[SHORT_ARG], SHORT);
+}
+
+#[test]
+fn memwork() {
+    build_run("memwork", &[SHORT_ARG], SHORT);
+}
+
+#[test]
+fn jit_writes_and_removes_perf_map() {
+    let bin = fixture("jit");
+    check_static_properties("jit", &bin);
+    let name = "\x1b[31mevil\x07 name";
+    let mut child = Command::new(&bin)
+        .args(["1", name])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {}: {e}", bin.display()));
+    let map = format!("/tmp/perf-{}.map", child.id());
+    let deadline = Instant::now() + Duration::from_millis(800);
+    let mut text = Vec::new();
+    while Instant::now() < deadline {
+        text = fs::read(&map).unwrap_or_default();
+        if text.ends_with(b"\n") {
+            break;
+        }
+        sleep(Duration::from_millis(20));
+    }
+    let status = child.wait().expect("waiting for jit fixture");
+    assert!(status.success(), "jit exited with {status}");
+    let line = String::from_utf8(text).expect("perf map is UTF-8 here");
+    let mut parts = line.trim_end_matches('\n').splitn(3, ' ');
+    let start = parts.next().and_then(|s| u64::from_str_radix(s, 16).ok());
+    let size = parts.next().and_then(|s| u64::from_str_radix(s, 16).ok());
+    assert!(start.is_some_and(|s| s > 0), "bad start in {line:?}");
+    assert!(size.is_some_and(|s| s > 0), "bad size in {line:?}");
+    assert_eq!(
+        parts.next(),
+        Some(name),
+        "name not written verbatim: {line:?}"
+    );
+    assert!(!Path::new(&map).exists(), "{map} left behind");
+}
+
+#[test]
+fn stripped_fixture_keeps_build_id_and_debug_file() {
+    let plain = fixture("split7030");
+    let (stripped, debug) = stripped_fixture("split7030");
+    let id = build_id(&plain).expect("plain fixture has a build-id");
+    assert_eq!(
+        build_id(&stripped).as_deref(),
+        Some(id.as_str()),
+        "stripped build-id"
+    );
+    assert_eq!(
+        build_id(&debug).as_deref(),
+        Some(id.as_str()),
+        "debug file build-id"
+    );
+
+    let sections = run_tool(Command::new("readelf").args(["-S", "-W"]).arg(&stripped));
+    assert!(!sections.contains(".symtab"), "stripped binary has .symtab");
+    assert!(
+        !sections.contains(".debug_info"),
+        "stripped binary has DWARF"
+    );
+    assert!(
+        sections.contains(".gnu_debuglink"),
+        "stripped binary lacks .gnu_debuglink"
+    );
+    let link = run_tool(
+        Command::new("readelf")
+            .args(["--string-dump=.gnu_debuglink"])
+            .arg(&stripped),
+    );
+    assert!(link.contains("split7030.debug"), "debuglink: {link}");
+
+    let debug_syms = run_tool(Command::new("nm").arg(&debug));
+    for f in expected_functions("split7030") {
+        assert!(
+            debug_syms.lines().any(|l| l.ends_with(&format!(" {f}"))),
+            "debug file lacks symbol {f}"
+        );
+    }
+    let debug_sections = run_tool(Command::new("readelf").args(["-S", "-W"]).arg(&debug));
+    assert!(
+        debug_sections.contains(".debug_info"),
+        "debug file lacks DWARF"
+    );
+
+    let (head, rest) = id.split_at(2);
+    let in_tree = common::stripped_fixture_debug_root("split7030")
+        .join(".build-id")
+        .join(head)
+        .join(format!("{rest}.debug"));
+    assert!(in_tree.is_file(), "{} missing", in_tree.display());
+
+    run_ok("split7030 (stripped)", &stripped, &[SHORT_ARG], SHORT);
+}
+
+#[test]
+fn variant_builds_separately() {
+    let default = fixture("busy");
+    let nofp = fixture_with("busy", &["-fomit-frame-pointer"], "nofp");
+    assert_ne!(default, nofp);
+    assert_eq!(
+        nofp.file_name(),
+        default.file_name(),
+        "variant binary keeps the plain name"
+    );
+    let pro = prologues(&nofp);
+    assert_ne!(
+        pro.get("busy_loop").map(|v| v.first().map(String::as_str)),
+        Some(Some("push %rbp")),
+        "-fomit-frame-pointer variant still has a frame in busy_loop"
+    );
+    run_ok("busy (nofp)", &nofp, &[SHORT_ARG], SHORT);
+}
+
+#[test]
+fn every_fixture_is_listed() {
+    let mut on_disk: Vec<String> = fs::read_dir(common::fixtures_dir())
+        .expect("fixtures dir")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".c"))
+                .map(str::to_owned)
+        })
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = common::ALL_FIXTURES.iter().map(|s| s.to_string()).collect();
+    listed.sort();
+    assert_eq!(on_disk, listed, "common::ALL_FIXTURES is out of date");
+}
