@@ -1,0 +1,10 @@
+//! Everything kernel-facing: the BPF sampler behind the narrow [`EventSource`] seam, and the decoder of its records.
+
+mod caps;
+mod error;
+pub mod raw;
+mod sampler;
+
+pub use error::BpfError;
+pub use raw::{RawError, RawEvent, RawSample, parse_event};
+pub use sampler::{BpfSampler, EventSource, SamplerOptions};

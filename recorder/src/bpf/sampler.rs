@@ -1,0 +1,525 @@
+//! The real, aya-backed event source: loads `ebpf/hotspot.bpf.o`, attaches it, drains its ring buffer.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+use aya::maps::{HashMap, MapData, MapError, PerCpuArray, RingBuf};
+use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
+use aya::programs::{BtfTracePoint, PerfEvent, ProgramError};
+use aya::{Btf, Ebpf, EbpfError, EbpfLoader};
+
+use super::caps;
+use super::error::{BpfError, chain, kernel_release};
+use super::raw::{HEADER_SIZE, RawEvent, parse_event};
+
+/// Built by `tools/build-bpf`; committed so that building the recorder needs no clang.
+static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../ebpf/hotspot.bpf.o");
+
+const SAMPLE_PROGRAM: &str = "hs_sample";
+/// (program, kernel tracepoint) pairs, all `tp_btf`.
+const TASK_PROGRAMS: [(&str, &str); 3] = [
+    ("hs_fork", "sched_process_fork"),
+    ("hs_exec", "sched_process_exec"),
+    ("hs_exit", "sched_process_exit"),
+];
+
+// Indices into the `lost` per-CPU array (HS_LOST_* in ebpf/sample.h).
+const LOST_SAMPLES: u32 = 0;
+const LOST_TASK_EVENTS: u32 = 1;
+
+const ENOTSUPP: i32 = 524; // kernel-internal, but it does leak to user space from BPF paths
+
+/// How to sample. Everything here is fixed once [`BpfSampler::load`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplerOptions {
+    /// Samples per second per CPU (cpu_clock frequency mode).
+    pub freq_hz: u64,
+    /// Sample every process instead of only the targets (the recorder itself excepted).
+    pub all_processes: bool,
+    /// When a target forks a new process, make the child a target too (in the kernel,
+    /// before the child runs).
+    pub follow_children: bool,
+    /// The recorder's own tgid, never sampled.
+    pub self_tgid: u32,
+    /// Ring-buffer size in bytes: a power of two and a multiple of the page size.
+    pub ring_bytes: u32,
+}
+
+impl Default for SamplerOptions {
+    fn default() -> Self {
+        Self {
+            // Prime, so the tick does not beat against periodic work at round rates.
+            freq_hz: 499,
+            all_processes: false,
+            follow_children: false,
+            self_tgid: std::process::id(),
+            ring_bytes: 8 << 20,
+        }
+    }
+}
+
+/// The seam the recorder codes against; a fake implements it in tests.
+pub trait EventSource {
+    /// Starts sampling process `tgid` (and, with `follow_children`, its future children).
+    fn add_target(&mut self, tgid: u32) -> Result<(), BpfError>;
+    /// Stops sampling process `tgid`; not an error if it is not a target (e.g. it already exited).
+    fn remove_target(&mut self, tgid: u32) -> Result<(), BpfError>;
+    /// Wait (epoll on the ring buffer fd, no busy loop) up to `timeout`, then drain every available event into `out`.
+    fn poll(&mut self, timeout: Duration, out: &mut Vec<RawEvent>) -> Result<(), BpfError>;
+    /// Samples the kernel dropped, per CPU, cumulative since start.
+    fn lost_per_cpu(&mut self) -> Result<Vec<u64>, BpfError>;
+}
+
+/// The BPF program loaded into the running kernel.
+pub struct BpfSampler {
+    /// Owns the programs and, once started, their links: dropping it detaches everything.
+    ebpf: Ebpf,
+    btf: Btf,
+    events: RingBuf<MapData>,
+    targets: HashMap<MapData, u32, u8>,
+    lost: PerCpuArray<MapData, u64>,
+    epoll: OwnedFd,
+    freq_hz: u64,
+    /// Bounds one drain so a producer faster than us cannot keep `poll` from returning.
+    max_drain: usize,
+    started: bool,
+    malformed: u64,
+}
+
+impl std::fmt::Debug for BpfSampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BpfSampler")
+            .field("freq_hz", &self.freq_hz)
+            .field("started", &self.started)
+            .field("malformed", &self.malformed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BpfSampler {
+    /// Loads the program (targets must be added before `start`), does not attach yet.
+    pub fn load(opts: &SamplerOptions) -> Result<Self, BpfError> {
+        validate(opts)?;
+        caps::check()?;
+        raise_memlock_limit();
+
+        // The fork/exec/exit programs are tp_btf and read task_struct through
+        // CO-RE: both need the kernel's BTF.
+        let btf = Btf::from_sys_fs().map_err(|_| BpfError::Unsupported {
+            kernel: kernel_release(),
+            feature: "BTF type information (/sys/kernel/btf/vmlinux)",
+            needs: "5.5 with CONFIG_DEBUG_INFO_BTF=y",
+        })?;
+
+        let all_processes = u8::from(opts.all_processes);
+        let follow_children = u8::from(opts.follow_children);
+        let mut ebpf = EbpfLoader::new()
+            .btf(Some(&btf))
+            .override_global("all_processes", &all_processes, true)
+            .override_global("follow_children", &follow_children, true)
+            .override_global("self_tgid", &opts.self_tgid, true)
+            .map_max_entries("events", opts.ring_bytes)
+            .load(OBJECT)
+            .map_err(load_error)?;
+
+        load_perf_program(&mut ebpf)?;
+        for (program, tracepoint) in TASK_PROGRAMS {
+            load_tracepoint_program(&mut ebpf, &btf, program, tracepoint)?;
+        }
+
+        let events = RingBuf::try_from(take_map(&mut ebpf, "events")?)
+            .map_err(|e| map_error("events", "open", &e))?;
+        let targets = HashMap::try_from(take_map(&mut ebpf, "targets")?)
+            .map_err(|e| map_error("targets", "open", &e))?;
+        let lost = PerCpuArray::try_from(take_map(&mut ebpf, "lost")?)
+            .map_err(|e| map_error("lost", "open", &e))?;
+        let epoll = epoll_for(&events).map_err(BpfError::Poll)?;
+
+        Ok(Self {
+            ebpf,
+            btf,
+            events,
+            targets,
+            lost,
+            epoll,
+            freq_hz: opts.freq_hz,
+            max_drain: opts.ring_bytes as usize / HEADER_SIZE,
+            started: false,
+            malformed: 0,
+        })
+    }
+
+    /// Attaches the perf_event program on every online CPU and the tracepoints.
+    pub fn start(&mut self) -> Result<(), BpfError> {
+        if self.started {
+            return Err(BpfError::AlreadyStarted);
+        }
+        // Tracepoints first: a fork or exit during the CPU loop below must not be missed.
+        for (program, tracepoint) in TASK_PROGRAMS {
+            let prog: &mut BtfTracePoint = self
+                .ebpf
+                .program_mut(program)
+                .ok_or_else(|| missing_program(program))?
+                .try_into()
+                .map_err(|e| BpfError::ProgramLoad {
+                    program,
+                    reason: chain(&e),
+                })?;
+            prog.attach().map_err(|e| BpfError::AttachTracepoint {
+                program,
+                tracepoint,
+                reason: chain(&e),
+            })?;
+        }
+
+        let cpus = aya::util::online_cpus()
+            .map_err(|(path, source)| BpfError::OnlineCpus { path, source })?;
+        let freq_hz = self.freq_hz;
+        let prog: &mut PerfEvent = self
+            .ebpf
+            .program_mut(SAMPLE_PROGRAM)
+            .ok_or_else(|| missing_program(SAMPLE_PROGRAM))?
+            .try_into()
+            .map_err(|e| BpfError::ProgramLoad {
+                program: SAMPLE_PROGRAM,
+                reason: chain(&e),
+            })?;
+        for cpu in cpus {
+            prog.attach(
+                PerfEventConfig::Software(SoftwareEvent::CpuClock),
+                PerfEventScope::AllProcessesOneCpu { cpu },
+                SamplePolicy::Frequency(freq_hz),
+                false,
+            )
+            .map_err(|e| BpfError::AttachCpu {
+                cpu,
+                reason: attach_reason(&e, freq_hz),
+            })?;
+        }
+        self.started = true;
+        Ok(())
+    }
+
+    /// Fork/exec/exit records the kernel dropped (ring full) plus children it could not
+    /// follow (`targets` map full), summed over CPUs.
+    pub fn lost_task_events(&mut self) -> Result<u64, BpfError> {
+        Ok(self.read_lost(LOST_TASK_EVENTS)?.iter().sum())
+    }
+
+    /// The processes currently in the kernel's target set (added by us or by fork
+    /// following, minus those that exited).
+    pub fn targets(&self) -> Result<Vec<u32>, BpfError> {
+        self.targets
+            .keys()
+            .collect::<Result<Vec<u32>, MapError>>()
+            .map_err(|e| map_error("targets", "list", &e))
+    }
+
+    /// Ring-buffer records that did not decode (a BPF object out of step with `raw.rs`).
+    pub fn malformed_records(&self) -> u64 {
+        self.malformed
+    }
+
+    /// The kernel BTF the programs were relocated against.
+    pub fn kernel_btf(&self) -> &Btf {
+        &self.btf
+    }
+
+    fn read_lost(&self, index: u32) -> Result<Vec<u64>, BpfError> {
+        let values = self
+            .lost
+            .get(&index, 0)
+            .map_err(|e| map_error("lost", &format!("read {index}"), &e))?;
+        Ok(values.iter().copied().collect())
+    }
+
+    fn drain(&mut self, out: &mut Vec<RawEvent>) {
+        for _ in 0..self.max_drain {
+            let Some(item) = self.events.next() else {
+                break;
+            };
+            match parse_event(&item) {
+                Ok(event) => out.push(event),
+                Err(_) => self.malformed += 1,
+            }
+        }
+    }
+
+    fn wait(&self, timeout: Duration) -> Result<(), BpfError> {
+        // Round up: a 0.5 ms timeout must not become a non-blocking spin.
+        let ms = timeout.as_nanos().div_ceil(1_000_000);
+        let ms = i32::try_from(ms).unwrap_or(i32::MAX);
+        let mut ready = [libc::epoll_event { events: 0, u64: 0 }; 1];
+        // SAFETY: the epoll fd is open for our lifetime and `ready` has room for 1 event.
+        let rc = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), ready.as_mut_ptr(), 1, ms) };
+        if rc < 0 {
+            let error = io::Error::last_os_error();
+            // A signal (e.g. SIGCHLD from the target) just ends the wait early.
+            if error.kind() != io::ErrorKind::Interrupted {
+                return Err(BpfError::Poll(error));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl EventSource for BpfSampler {
+    fn add_target(&mut self, tgid: u32) -> Result<(), BpfError> {
+        self.targets
+            .insert(tgid, 1, 0)
+            .map_err(|e| map_error("targets", &format!("insert {tgid}"), &e))
+    }
+
+    fn remove_target(&mut self, tgid: u32) -> Result<(), BpfError> {
+        match self.targets.remove(&tgid) {
+            // The exit program removes exited processes itself; a late remove is fine.
+            Err(MapError::KeyNotFound) | Ok(()) => Ok(()),
+            Err(MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::ENOENT) => {
+                Ok(())
+            }
+            Err(e) => Err(map_error("targets", &format!("remove {tgid}"), &e)),
+        }
+    }
+
+    fn poll(&mut self, timeout: Duration, out: &mut Vec<RawEvent>) -> Result<(), BpfError> {
+        let before = out.len();
+        self.drain(out);
+        if out.len() == before {
+            self.wait(timeout)?;
+            self.drain(out);
+        }
+        Ok(())
+    }
+
+    fn lost_per_cpu(&mut self) -> Result<Vec<u64>, BpfError> {
+        self.read_lost(LOST_SAMPLES)
+    }
+}
+
+fn validate(opts: &SamplerOptions) -> Result<(), BpfError> {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let page = u32::try_from(page).unwrap_or(4096);
+    if !opts.ring_bytes.is_power_of_two() || opts.ring_bytes < page {
+        return Err(BpfError::InvalidOptions(format!(
+            "ring_bytes {} must be a power of two of at least the page size ({page})",
+            opts.ring_bytes
+        )));
+    }
+    if opts.freq_hz == 0 {
+        return Err(BpfError::InvalidOptions(
+            "freq_hz must be at least 1".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK, whose default (64 KiB) is far
+/// below an 8 MiB ring. Newer kernels ignore it, so failing to raise it is not an error:
+/// if it mattered, map creation reports EPERM.
+fn raise_memlock_limit() {
+    let unlimited = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: setrlimit only reads the struct we pass.
+    let _ = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &unlimited) };
+}
+
+fn is_unsupported(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::EINVAL | libc::EOPNOTSUPP | ENOTSUPP)
+    )
+}
+
+fn load_error(error: EbpfError) -> BpfError {
+    if let EbpfError::MapError(MapError::CreateError { name, io_error }) = &error {
+        // The ring buffer is the newest map type we create: EINVAL means the
+        // kernel does not know it.
+        if name == "events" && is_unsupported(io_error) {
+            return BpfError::Unsupported {
+                kernel: kernel_release(),
+                feature: "BPF ring buffer",
+                needs: "5.8",
+            };
+        }
+    }
+    BpfError::Load {
+        reason: chain(&error),
+    }
+}
+
+/// Turns a program load failure into a one-line error. An EINVAL with an empty
+/// verifier log means the kernel refused the program type before verifying it.
+fn program_error(
+    program: &'static str,
+    error: ProgramError,
+    feature: &'static str,
+    needs: &'static str,
+) -> BpfError {
+    if let ProgramError::LoadError {
+        io_error,
+        verifier_log,
+    } = &error
+    {
+        let log = verifier_log.to_string();
+        if log.trim().is_empty() && is_unsupported(io_error) {
+            return BpfError::Unsupported {
+                kernel: kernel_release(),
+                feature,
+                needs,
+            };
+        }
+        // The verifier's verdict is at the end of its log; the rest is its trace.
+        let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(4)..].join(" | ");
+        return BpfError::ProgramLoad {
+            program,
+            reason: format!("{io_error}; verifier: {tail}"),
+        };
+    }
+    BpfError::ProgramLoad {
+        program,
+        reason: chain(&error),
+    }
+}
+
+fn load_perf_program(ebpf: &mut Ebpf) -> Result<(), BpfError> {
+    let prog: &mut PerfEvent = ebpf
+        .program_mut(SAMPLE_PROGRAM)
+        .ok_or_else(|| missing_program(SAMPLE_PROGRAM))?
+        .try_into()
+        .map_err(|e| BpfError::ProgramLoad {
+            program: SAMPLE_PROGRAM,
+            reason: chain(&e),
+        })?;
+    prog.load()
+        .map_err(|e| program_error(SAMPLE_PROGRAM, e, "perf_event BPF programs", "4.9"))
+}
+
+fn load_tracepoint_program(
+    ebpf: &mut Ebpf,
+    btf: &Btf,
+    program: &'static str,
+    tracepoint: &str,
+) -> Result<(), BpfError> {
+    let prog: &mut BtfTracePoint = ebpf
+        .program_mut(program)
+        .ok_or_else(|| missing_program(program))?
+        .try_into()
+        .map_err(|e| BpfError::ProgramLoad {
+            program,
+            reason: chain(&e),
+        })?;
+    prog.load(tracepoint, btf)
+        .map_err(|e| program_error(program, e, "BTF tracepoint programs (tp_btf)", "5.5"))
+}
+
+fn missing_program(program: &'static str) -> BpfError {
+    BpfError::ProgramLoad {
+        program,
+        reason: "not in the embedded object: rebuild it with tools/build-bpf".to_owned(),
+    }
+}
+
+fn take_map(ebpf: &mut Ebpf, name: &'static str) -> Result<aya::maps::Map, BpfError> {
+    ebpf.take_map(name).ok_or_else(|| BpfError::Map {
+        map: name,
+        op: "open".to_owned(),
+        reason: "not in the embedded object: rebuild it with tools/build-bpf".to_owned(),
+    })
+}
+
+fn map_error(map: &'static str, op: &str, error: &MapError) -> BpfError {
+    BpfError::Map {
+        map,
+        op: op.to_owned(),
+        reason: chain(error),
+    }
+}
+
+fn attach_reason(error: &ProgramError, freq_hz: u64) -> String {
+    let mut reason = chain(error);
+    let io_error = match error {
+        ProgramError::SyscallError(e) => Some(&e.io_error),
+        _ => None,
+    };
+    match io_error.and_then(io::Error::raw_os_error) {
+        Some(libc::EINVAL) => {
+            let max = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok());
+            if let Some(max) = max.filter(|&max| freq_hz > max) {
+                reason.push_str(&format!(
+                    " ({freq_hz} Hz is above kernel.perf_event_max_sample_rate = {max})"
+                ));
+            }
+        }
+        Some(libc::EACCES | libc::EPERM) => {
+            reason.push_str(" (needs CAP_PERFMON, or kernel.perf_event_paranoid ≤ 0)");
+        }
+        Some(libc::ENOENT | libc::EOPNOTSUPP) => {
+            reason.push_str(" (the kernel has no cpu_clock perf event: CONFIG_PERF_EVENTS?)");
+        }
+        _ => {}
+    }
+    reason
+}
+
+fn epoll_for(events: &RingBuf<MapData>) -> io::Result<OwnedFd> {
+    // SAFETY: epoll_create1 has no preconditions; we take ownership of the fd it returns.
+    let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a fresh fd that nothing else owns.
+    let epoll = unsafe { OwnedFd::from_raw_fd(raw) };
+    let mut interest = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: 0,
+    };
+    let ring_fd = events.as_fd().as_raw_fd();
+    // SAFETY: both fds are open; the ring fd outlives the epoll set (same owner, `BpfSampler`).
+    let rc = unsafe {
+        libc::epoll_ctl(
+            epoll.as_raw_fd(),
+            libc::EPOLL_CTL_ADD,
+            ring_fd,
+            &mut interest,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(epoll)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_bad_ring_sizes_and_frequencies() {
+        let bad_ring = SamplerOptions {
+            ring_bytes: 3 << 20,
+            ..SamplerOptions::default()
+        };
+        assert!(matches!(
+            validate(&bad_ring),
+            Err(BpfError::InvalidOptions(_))
+        ));
+        let tiny_ring = SamplerOptions {
+            ring_bytes: 1024,
+            ..SamplerOptions::default()
+        };
+        assert!(validate(&tiny_ring).is_err());
+        let no_freq = SamplerOptions {
+            freq_hz: 0,
+            ..SamplerOptions::default()
+        };
+        assert!(validate(&no_freq).is_err());
+        assert!(validate(&SamplerOptions::default()).is_ok());
+    }
+}

@@ -1,0 +1,486 @@
+//! Real-kernel tests of the BPF sampler: they load and attach `ebpf/hotspot.bpf.o`, so they need
+//! root (or CAP_BPF + CAP_PERFMON) and FAIL, never skip, when BPF is unavailable.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use hotspot_recorder::bpf::{BpfSampler, EventSource, RawEvent, RawSample, SamplerOptions};
+
+/// Kernel text and data on x86-64 live in the upper half of the address space.
+const KERNEL_SPACE_START: u64 = 0xffff_8000_0000_0000;
+
+/// A workload with frame pointers, so user stacks are deep and have known shapes.
+const BUSY_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double deadline;
+static volatile unsigned long sink;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+__attribute__((noinline)) static void leaf(void) { for (int i = 0; i < 100000; i++) sink += i; }
+__attribute__((noinline)) static void middle(void) { leaf(); }
+__attribute__((noinline)) static void spin(void) { while (now() < deadline) middle(); }
+static void *thread_main(void *arg) { (void)arg; spin(); return NULL; }
+
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    double seconds = atof(argv[2]);
+    if (!strcmp(argv[1], "spin")) {
+        deadline = now() + seconds;
+        spin();
+    } else if (!strcmp(argv[1], "threads")) {
+        pthread_t t[3];
+        deadline = now() + seconds;
+        for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, thread_main, NULL);
+        for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+    } else if (!strcmp(argv[1], "fork") && argc == 4) {
+        usleep(300000); /* let the test make us a target first */
+        pid_t child = fork();
+        if (child == 0) {
+            FILE *f = fopen(argv[3], "w");
+            if (!f) _exit(3);
+            fprintf(f, "%d\n", getpid());
+            fclose(f);
+            deadline = now() + seconds;
+            spin();
+            _exit(0);
+        }
+        waitpid(child, NULL, 0);
+    } else {
+        return 2;
+    }
+    return 0;
+}
+"#;
+
+/// Tests share two CPUs: running them one at a time keeps their timing meaningful.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn scratch_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("hotspot-bpf-test-{}", std::process::id()))
+}
+
+fn busy_binary() -> Result<&'static Path> {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    if let Some(bin) = BIN.get() {
+        return Ok(bin);
+    }
+    let dir = scratch_dir();
+    std::fs::create_dir_all(&dir)?;
+    let source = dir.join("busy.c");
+    let bin = dir.join("busy");
+    std::fs::write(&source, BUSY_C)?;
+    let status = Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(&source)
+        .status()
+        .context("running cc to build the test workload")?;
+    ensure!(status.success(), "cc failed to build the test workload");
+    Ok(BIN.get_or_init(|| bin))
+}
+
+fn busy(args: &[&str]) -> Result<Child> {
+    Command::new(busy_binary()?)
+        .args(args)
+        .spawn()
+        .context("spawning the test workload")
+}
+
+/// Loads and starts, failing the test with the loader's own message when BPF is unavailable.
+fn sampler(opts: SamplerOptions) -> Result<BpfSampler> {
+    let mut sampler = BpfSampler::load(&opts)
+        .map_err(|e| anyhow::anyhow!("BPF is unavailable, cannot run the BPF tests: {e}"))?;
+    sampler
+        .start()
+        .map_err(|e| anyhow::anyhow!("BPF is unavailable, cannot attach: {e}"))?;
+    Ok(sampler)
+}
+
+fn opts() -> SamplerOptions {
+    SamplerOptions {
+        freq_hz: 499,
+        ..SamplerOptions::default()
+    }
+}
+
+/// Polls for `duration`, collecting everything.
+fn collect(sampler: &mut BpfSampler, duration: Duration) -> Result<Vec<RawEvent>> {
+    let mut events = Vec::new();
+    let end = Instant::now() + duration;
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        sampler.poll(left.min(Duration::from_millis(100)), &mut events)?;
+    }
+    Ok(events)
+}
+
+/// Polls until `done` holds for an event, or fails after `limit`.
+fn collect_until(
+    sampler: &mut BpfSampler,
+    limit: Duration,
+    done: impl Fn(&RawEvent) -> bool,
+) -> Result<Vec<RawEvent>> {
+    let mut events = Vec::new();
+    let end = Instant::now() + limit;
+    loop {
+        let Some(left) = end.checked_duration_since(Instant::now()) else {
+            bail!(
+                "no awaited event within {limit:?}; got {} events",
+                events.len()
+            );
+        };
+        let seen = events.len();
+        sampler.poll(left.min(Duration::from_millis(100)), &mut events)?;
+        if events[seen..].iter().any(&done) {
+            return Ok(events);
+        }
+    }
+}
+
+fn samples(events: &[RawEvent]) -> Vec<&RawSample> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            RawEvent::Sample(s) => Some(s),
+            _ => None,
+        })
+        .collect()
+}
+
+fn comm(name: &str) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[..name.len()].copy_from_slice(name.as_bytes());
+    c
+}
+
+fn finish(mut child: Child) -> Result<()> {
+    let _ = child.kill();
+    child.wait()?;
+    Ok(())
+}
+
+#[test]
+fn samples_a_busy_target_with_user_stacks() -> Result<()> {
+    let _serial = serial();
+    let mut sampler = sampler(opts())?;
+    let child = busy(&["spin", "5"])?;
+    let pid = child.id();
+    sampler.add_target(pid)?;
+    let events = collect(&mut sampler, Duration::from_secs(1))?;
+    finish(child)?;
+
+    let samples = samples(&events);
+    // ~499 on one CPU in a second; allow for a slow start and a loaded machine.
+    ensure!(
+        samples.len() >= 100,
+        "only {} samples in 1 s at 499 Hz",
+        samples.len()
+    );
+    for s in &samples {
+        ensure!(s.pid == pid, "sample of pid {} (target {pid})", s.pid);
+        ensure!(s.pid != std::process::id(), "the test process was sampled");
+        ensure!(
+            s.tid == pid,
+            "single-threaded target sampled as tid {}",
+            s.tid
+        );
+        ensure!(
+            s.comm == comm("busy"),
+            "comm {:?}",
+            String::from_utf8_lossy(&s.comm)
+        );
+        ensure!(!s.user.is_empty(), "empty user stack: {s:?}");
+        ensure!(
+            s.user.iter().all(|&a| a < KERNEL_SPACE_START),
+            "kernel address in user stack"
+        );
+    }
+    // Frame pointers: main → spin → middle → leaf (plus libc start) in most ticks.
+    let deep = samples.iter().filter(|s| s.user.len() >= 4).count();
+    ensure!(
+        deep * 2 > samples.len(),
+        "only {deep}/{} samples have ≥4 user frames",
+        samples.len()
+    );
+    // Timestamps are CLOCK_MONOTONIC and increase within one CPU's stream.
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    let now_ns = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
+    ensure!(
+        samples
+            .iter()
+            .all(|s| s.time_ns <= now_ns && s.time_ns + 5_000_000_000 > now_ns)
+    );
+    ensure!(sampler.malformed_records() == 0);
+    Ok(())
+}
+
+#[test]
+fn syscall_heavy_target_has_kernel_stacks() -> Result<()> {
+    let _serial = serial();
+    let mut sampler = sampler(opts())?;
+    let child = Command::new("dd")
+        .args(["if=/dev/zero", "of=/dev/null", "bs=1", "count=100000000"])
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let pid = child.id();
+    sampler.add_target(pid)?;
+    let events = collect(&mut sampler, Duration::from_secs(1))?;
+    finish(child)?;
+
+    let samples = samples(&events);
+    ensure!(samples.len() >= 100, "only {} samples", samples.len());
+    ensure!(samples.iter().all(|s| s.pid == pid && s.comm == comm("dd")));
+    let in_kernel: Vec<_> = samples.iter().filter(|s| !s.kernel.is_empty()).collect();
+    ensure!(
+        in_kernel.len() * 5 > samples.len(),
+        "only {}/{} samples with a kernel stack",
+        in_kernel.len(),
+        samples.len()
+    );
+    for s in &in_kernel {
+        ensure!(
+            s.kernel.iter().all(|&a| a >= KERNEL_SPACE_START),
+            "non-kernel address in kernel stack: {:x?}",
+            s.kernel
+        );
+        // Even inside a syscall the user side is known: the PC of the syscall instruction.
+        ensure!(!s.user.is_empty(), "no user stack under a kernel stack");
+    }
+    Ok(())
+}
+
+fn run_fork_target(follow_children: bool) -> Result<(u32, u32, Vec<RawEvent>, BpfSampler)> {
+    let mut sampler = sampler(SamplerOptions {
+        follow_children,
+        ..opts()
+    })?;
+    let pid_file = scratch_dir().join(format!("child-{follow_children}"));
+    let _ = std::fs::remove_file(&pid_file);
+    let parent = busy(&["fork", "0.8", pid_file.to_str().context("temp path")?])?;
+    let parent_pid = parent.id();
+    sampler.add_target(parent_pid)?;
+    let events = collect(&mut sampler, Duration::from_millis(1500))?;
+    finish(parent)?;
+    let child_pid: u32 = std::fs::read_to_string(&pid_file)
+        .context("the forked child did not write its pid")?
+        .trim()
+        .parse()?;
+    Ok((parent_pid, child_pid, events, sampler))
+}
+
+#[test]
+fn follows_forked_children() -> Result<()> {
+    let _serial = serial();
+    let (parent, child, events, _sampler) = run_fork_target(true)?;
+    ensure!(
+        events.iter().any(|e| matches!(e, RawEvent::Fork { parent: p, child: c, .. } if *p == parent && *c == child)),
+        "no Fork {{ parent: {parent}, child: {child} }} event"
+    );
+    let from_child = samples(&events).iter().filter(|s| s.pid == child).count();
+    ensure!(
+        from_child >= 100,
+        "only {from_child} samples from the followed child"
+    );
+    ensure!(
+        samples(&events)
+            .iter()
+            .all(|s| s.pid == parent || s.pid == child),
+        "samples from an unrelated process"
+    );
+    // The child exited within the window: its exit was seen and it left the target set.
+    ensure!(
+        events
+            .iter()
+            .any(|e| matches!(e, RawEvent::Exit { pid, .. } if *pid == child))
+    );
+    Ok(())
+}
+
+#[test]
+fn does_not_follow_children_unless_asked() -> Result<()> {
+    let _serial = serial();
+    let (parent, child, events, sampler) = run_fork_target(false)?;
+    ensure!(
+        !events.iter().any(|e| matches!(e, RawEvent::Fork { .. })),
+        "Fork event without follow_children"
+    );
+    ensure!(
+        samples(&events).iter().all(|s| s.pid == parent),
+        "samples from pid {child} that was not followed"
+    );
+    ensure!(!sampler.targets()?.contains(&child));
+    Ok(())
+}
+
+#[test]
+fn threads_are_not_mistaken_for_children() -> Result<()> {
+    let _serial = serial();
+    let mut sampler = sampler(SamplerOptions {
+        follow_children: true,
+        ..opts()
+    })?;
+    // The threads are created after the target is added, so the fork program sees them.
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "sleep 0.3; exec {} threads 0.7",
+            busy_binary()?.display()
+        ))
+        .spawn()?;
+    let pid = child.id();
+    sampler.add_target(pid)?;
+    let events = collect(&mut sampler, Duration::from_millis(600))?;
+    let targets = sampler.targets()?;
+    finish(child)?;
+
+    let samples = samples(&events);
+    let mut tids: Vec<u32> = samples
+        .iter()
+        .filter(|s| s.pid == pid)
+        .map(|s| s.tid)
+        .collect();
+    tids.sort_unstable();
+    tids.dedup();
+    ensure!(
+        tids.len() >= 3,
+        "expected samples from the 3 worker threads, got tids {tids:?}"
+    );
+    // `sleep` is a forked child (followed, then exited); the threads must not appear at all.
+    for tid in tids.iter().filter(|&&t| t != pid) {
+        ensure!(
+            !targets.contains(tid),
+            "thread {tid} was added to targets as a process: {targets:?}"
+        );
+        ensure!(
+            !events
+                .iter()
+                .any(|e| matches!(e, RawEvent::Fork { child, .. } if child == tid)),
+            "thread {tid} reported as a forked child"
+        );
+    }
+    ensure!(targets.contains(&pid));
+    // exec keeps the pid and renames the process.
+    ensure!(
+        events.iter().any(|e| matches!(e, RawEvent::Exec { pid: p, comm: c, .. } if *p == pid && *c == comm("busy"))),
+        "no Exec event for pid {pid}"
+    );
+    Ok(())
+}
+
+#[test]
+fn reports_the_exit_of_a_target() -> Result<()> {
+    let _serial = serial();
+    let mut sampler = sampler(opts())?;
+    let mut child = busy(&["spin", "0.3"])?;
+    let pid = child.id();
+    sampler.add_target(pid)?;
+    let events = collect_until(
+        &mut sampler,
+        Duration::from_secs(5),
+        |e| matches!(e, RawEvent::Exit { pid: p, .. } if *p == pid),
+    )?;
+    child.wait()?;
+    ensure!(!samples(&events).is_empty());
+    ensure!(
+        !sampler.targets()?.contains(&pid),
+        "exited pid still in targets"
+    );
+    // Removing an already removed target is not an error.
+    sampler.remove_target(pid)?;
+    Ok(())
+}
+
+#[test]
+fn all_processes_mode_skips_the_recorder_itself() -> Result<()> {
+    let _serial = serial();
+    let mut sampler = sampler(SamplerOptions {
+        all_processes: true,
+        ..opts()
+    })?;
+    let child = busy(&["spin", "5"])?;
+    let pid = child.id();
+    // Keep this process busy too, so that skipping it is meaningful.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinner = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut x = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        })
+    };
+    let events = collect(&mut sampler, Duration::from_secs(1));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = spinner.join();
+    finish(child)?;
+    let events = events?;
+
+    let samples = samples(&events);
+    ensure!(
+        samples.iter().filter(|s| s.pid == pid).count() >= 50,
+        "untargeted child not sampled"
+    );
+    ensure!(
+        samples.iter().all(|s| s.pid != std::process::id()),
+        "the recorder sampled itself"
+    );
+    ensure!(
+        samples.iter().all(|s| s.tid != 0),
+        "the idle task was sampled"
+    );
+    Ok(())
+}
+
+#[test]
+fn lost_samples_are_counted() -> Result<()> {
+    let _serial = serial();
+    let mut normal = sampler(opts())?;
+    let per_cpu = normal.lost_per_cpu()?;
+    ensure!(!per_cpu.is_empty(), "no per-CPU lost counters");
+    ensure!(
+        per_cpu.iter().sum::<u64>() == 0,
+        "lost samples with nothing to sample"
+    );
+    drop(normal);
+
+    // One page of ring holds a few dozen samples; nobody drains it for a second.
+    let mut tiny = sampler(SamplerOptions {
+        ring_bytes: 4096,
+        freq_hz: 999,
+        ..opts()
+    })?;
+    let child = busy(&["threads", "3"])?;
+    tiny.add_target(child.id())?;
+    std::thread::sleep(Duration::from_secs(1));
+    let lost: u64 = tiny.lost_per_cpu()?.iter().sum();
+    let kept = samples(&collect(&mut tiny, Duration::from_millis(10))?).len();
+    finish(child)?;
+    ensure!(kept > 0, "nothing reached the ring");
+    ensure!(
+        lost > 0,
+        "a full 4 KiB ring lost nothing ({kept} samples kept)"
+    );
+    Ok(())
+}
