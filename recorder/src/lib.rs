@@ -1,3 +1,21 @@
 //! hotspot's recorder: turns BPF samples of live processes into a capture.
 
 pub mod bpf;
+pub mod build_id;
+pub mod error;
+pub mod frame_table;
+pub mod kallsyms;
+pub mod launch;
+pub mod module_table;
+pub mod normalizer;
+pub mod output;
+pub mod perf_map;
+pub mod proc_maps;
+pub mod process_table;
+pub mod recorder;
+pub mod session;
+pub mod sink;
+pub mod symbolizer;
+
+pub use error::RecordError;
+pub use recorder::{Progress, RecordConfig, StopReason, Summary, run};

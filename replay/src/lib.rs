@@ -1,1 +1,11 @@
-//! hotspot's replay side: reads captures and folds them into profiles.
+//! hotspot's replay side: reads captures and folds them into profiles, views and reports.
+
+pub mod capture;
+pub mod error;
+pub mod info;
+pub mod names;
+pub mod profile;
+pub mod sanitize;
+
+pub use capture::Capture;
+pub use error::ReplayError;

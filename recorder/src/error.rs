@@ -1,0 +1,37 @@
+//! Errors of the recorder, each a one-line message naming the problem and what to do.
+
+use std::path::PathBuf;
+
+use hotspot_format::FormatError;
+
+use crate::bpf::BpfError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Bpf(#[from] BpfError),
+    #[error("writing the capture: {0}")]
+    Format(#[from] FormatError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "refusing to overwrite {0}: it exists and is not a hotspot capture (remove it or choose another -o)"
+    )]
+    NotACapture(PathBuf),
+    #[error("{0} is a symbolic link: refusing to write a capture through it (choose another -o)")]
+    Symlink(PathBuf),
+    #[error("no process with pid {0} (check the pid with `ps -p {0}`)")]
+    NoSuchProcess(u32),
+    #[error("cannot start {cmd}: {source}")]
+    Spawn {
+        cmd: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Other(String),
+}

@@ -1,0 +1,97 @@
+//! Deduplication of frames and stacks: each distinct location and call stack gets one id
+//! and is written once.
+
+use std::collections::HashMap;
+
+use hotspot_format::{FormatError, Frame, FrameAddr, FrameId, ModuleId, Record, Stack, StackId};
+
+use crate::sink::Sink;
+
+/// Frames and stacks written so far.
+#[derive(Debug, Default)]
+pub struct FrameTable {
+    frames: HashMap<(ModuleId, FrameAddr), FrameId>,
+    stacks: HashMap<Vec<FrameId>, StackId>,
+}
+
+impl FrameTable {
+    /// The id of a frame; the bool says it is new (written now, and to be symbolised).
+    pub fn frame(
+        &mut self,
+        module: ModuleId,
+        addr: FrameAddr,
+        sink: &mut impl Sink,
+    ) -> Result<(FrameId, bool), FormatError> {
+        let next = self.frames.len() as FrameId;
+        match self.frames.entry((module, addr)) {
+            std::collections::hash_map::Entry::Occupied(e) => Ok((*e.get(), false)),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let addr = e.key().1.clone();
+                e.insert(next);
+                sink.push(Record::Frame(Frame {
+                    id: next,
+                    module,
+                    addr,
+                }))?;
+                Ok((next, true))
+            }
+        }
+    }
+
+    /// The id of a stack (frames leaf first), writing it the first time.
+    pub fn stack(
+        &mut self,
+        frames: &[FrameId],
+        sink: &mut impl Sink,
+    ) -> Result<StackId, FormatError> {
+        if let Some(&id) = self.stacks.get(frames) {
+            return Ok(id);
+        }
+        let id = self.stacks.len() as StackId;
+        self.stacks.insert(frames.to_vec(), id);
+        sink.push(Record::Stack(Stack {
+            id,
+            frames: frames.to_vec(),
+        }))?;
+        Ok(id)
+    }
+
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn stack_count(&self) -> usize {
+        self.stacks.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::VecSink;
+
+    #[test]
+    fn frames_and_stacks_are_written_once() {
+        let mut t = FrameTable::default();
+        let mut sink = VecSink::default();
+        let (a, new_a) = t
+            .frame(0, FrameAddr::FileOffset(0x10), &mut sink)
+            .expect("ok");
+        let (a2, new_a2) = t
+            .frame(0, FrameAddr::FileOffset(0x10), &mut sink)
+            .expect("ok");
+        let (b, _) = t
+            .frame(1, FrameAddr::FileOffset(0x10), &mut sink)
+            .expect("ok");
+        assert!(new_a && !new_a2);
+        assert_eq!(a, a2);
+        assert_ne!(a, b);
+        let s1 = t.stack(&[a, b], &mut sink).expect("ok");
+        let s2 = t.stack(&[a, b], &mut sink).expect("ok");
+        let s3 = t.stack(&[b, a], &mut sink).expect("ok");
+        assert_eq!(s1, s2);
+        assert_ne!(s1, s3);
+        let written = sink.records.len();
+        assert_eq!(written, 2 + 2, "two frames and two stacks");
+    }
+}

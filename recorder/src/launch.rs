@@ -1,0 +1,212 @@
+//! Starting `record -- CMD`: the child is forked stopped at a gate and only execs CMD
+//! once its pid is in the BPF filter, so its first instruction is covered.
+//!
+//! std's `Command::spawn` waits for the exec to happen, which would deadlock with a gate
+//! in `pre_exec`; hence a plain fork/exec here.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use crate::error::RecordError;
+
+/// A child waiting at the gate (until [`GatedChild::release`]).
+#[derive(Debug)]
+pub struct GatedChild {
+    pid: libc::pid_t,
+    cmd: String,
+    gate: Option<OwnedFd>,
+    exec_status: Option<OwnedFd>,
+    reaped: Option<i32>,
+}
+
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 just returned these two fds, owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+impl GatedChild {
+    /// Forks a child that will exec `argv` once released.
+    pub fn spawn(argv: &[String]) -> Result<Self, RecordError> {
+        let Some(prog) = argv.first() else {
+            return Err(RecordError::Other(
+                "no command given after -- (usage: hotspot record -o FILE -- CMD ARGS…)".into(),
+            ));
+        };
+        let spawn_err = |source| RecordError::Spawn {
+            cmd: prog.clone(),
+            source,
+        };
+        if !prog.contains('/') && which(prog).is_none() {
+            return Err(spawn_err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "command not found in PATH",
+            )));
+        }
+        let cargs: Vec<CString> = argv
+            .iter()
+            .map(|a| CString::new(a.as_bytes()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| {
+                spawn_err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "argument contains a NUL byte",
+                ))
+            })?;
+        let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        let (gate_r, gate_w) = pipe().map_err(spawn_err)?;
+        let (st_r, st_w) = pipe().map_err(spawn_err)?;
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: after fork the child only calls async-signal-safe functions (prctl,
+        // getppid, read, execvp, write, _exit) on memory prepared before the fork.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(spawn_err(std::io::Error::last_os_error()));
+        }
+        if pid == 0 {
+            // SAFETY: see above; every pointer refers to memory allocated before fork.
+            unsafe {
+                // If the recorder dies before opening the gate, do not run unprofiled.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != parent {
+                    libc::_exit(126);
+                }
+                let mut b = 0u8;
+                loop {
+                    let n = libc::read(gate_r.as_raw_fd(), (&raw mut b).cast(), 1);
+                    if n == 1 {
+                        break;
+                    }
+                    if n == 0 || *libc::__errno_location() != libc::EINTR {
+                        libc::_exit(126);
+                    }
+                }
+                libc::prctl(libc::PR_SET_PDEATHSIG, 0);
+                libc::execvp(ptrs[0], ptrs.as_ptr());
+                let err = *libc::__errno_location();
+                libc::write(st_w.as_raw_fd(), (&raw const err).cast(), size_of::<i32>());
+                libc::_exit(127);
+            }
+        }
+        drop(gate_r);
+        drop(st_w);
+        Ok(GatedChild {
+            pid,
+            cmd: prog.clone(),
+            gate: Some(gate_w),
+            exec_status: Some(st_r),
+            reaped: None,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// Opens the gate and waits until the child has exec'd its command (or failed to).
+    pub fn release(&mut self) -> Result<(), RecordError> {
+        let cmd = self.cmd.clone();
+        let spawn_err = |source| RecordError::Spawn {
+            cmd: cmd.clone(),
+            source,
+        };
+        if let Some(gate) = self.gate.take() {
+            let one = 1u8;
+            // SAFETY: writing one byte from a valid local to an fd we own.
+            if unsafe { libc::write(gate.as_raw_fd(), (&raw const one).cast(), 1) } != 1 {
+                return Err(spawn_err(std::io::Error::last_os_error()));
+            }
+        }
+        if let Some(st) = self.exec_status.take() {
+            let mut err = 0i32;
+            // SAFETY: reading into a valid local; EOF (0) means the exec succeeded
+            // (the CLOEXEC pipe closed).
+            let n = unsafe { libc::read(st.as_raw_fd(), (&raw mut err).cast(), size_of::<i32>()) };
+            if n == size_of::<i32>() as isize {
+                self.wait();
+                return Err(spawn_err(std::io::Error::from_raw_os_error(err)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The exit status if the child has exited (reaping it), without blocking.
+    pub fn try_wait(&mut self) -> Option<i32> {
+        if self.reaped.is_none() {
+            let mut status = 0;
+            // SAFETY: waitpid on our own child with a valid status pointer.
+            if unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) } == self.pid {
+                self.reaped = Some(status);
+            }
+        }
+        self.reaped
+    }
+
+    /// Waits for the child to exit and returns its wait status.
+    pub fn wait(&mut self) -> i32 {
+        while self.reaped.is_none() {
+            let mut status = 0;
+            // SAFETY: as in try_wait, blocking.
+            let r = unsafe { libc::waitpid(self.pid, &mut status, 0) };
+            if r == self.pid {
+                self.reaped = Some(status);
+            } else if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                self.reaped = Some(-1);
+            }
+        }
+        self.reaped.unwrap_or(-1)
+    }
+
+    /// The exit code (128+signal for a killed child), once reaped.
+    pub fn exit_code(&self) -> Option<i32> {
+        let s = self.reaped?;
+        Some(if libc::WIFEXITED(s) {
+            libc::WEXITSTATUS(s)
+        } else if libc::WIFSIGNALED(s) {
+            128 + libc::WTERMSIG(s)
+        } else {
+            -1
+        })
+    }
+}
+
+fn which(prog: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_waits_for_the_gate_then_runs() {
+        let mut g =
+            GatedChild::spawn(&["sh".to_string(), "-c".into(), "exit 3".into()]).expect("spawn");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(g.try_wait().is_none(), "must wait at the gate");
+        g.release().expect("release");
+        g.wait();
+        assert_eq!(g.exit_code(), Some(3));
+    }
+
+    #[test]
+    fn missing_command_is_a_clear_error() {
+        let err =
+            GatedChild::spawn(&["definitely-not-a-command-xyz".to_string()]).expect_err("fails");
+        assert!(
+            err.to_string().contains("definitely-not-a-command-xyz"),
+            "{err}"
+        );
+        let mut g = GatedChild::spawn(&["/nonexistent/prog".to_string()]).expect("forks");
+        let err = g.release().expect_err("exec fails");
+        assert!(err.to_string().contains("/nonexistent/prog"), "{err}");
+    }
+}

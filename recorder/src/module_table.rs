@@ -1,0 +1,83 @@
+//! Code objects seen while recording: one id per distinct (kind, path, build-id), with
+//! what the symboliser needs to find the file again.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use hotspot_format::{Module, ModuleId, ModuleKind};
+
+/// What the recorder knows about a module beyond what goes on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleInfo {
+    pub id: ModuleId,
+    pub kind: ModuleKind,
+    /// Path as recorded (`/usr/lib/libc.so.6`, `[vdso]`, `[jit:PID]`, kernel module name).
+    pub path: String,
+    pub build_id: Vec<u8>,
+    /// Where the symboliser can read the object: the recorded path if its build-id
+    /// matches, else `/proc/PID/map_files/…` (valid only while the process lives).
+    pub open_path: Option<PathBuf>,
+    /// Owning process for per-process modules (JIT maps).
+    pub pid: Option<u32>,
+}
+
+impl ModuleInfo {
+    /// The on-disk record for this module.
+    pub fn record(&self) -> Module {
+        Module {
+            id: self.id,
+            kind: self.kind,
+            path: self.path.clone(),
+            build_id: self.build_id.clone(),
+        }
+    }
+}
+
+type Key = (ModuleKind, String, Vec<u8>);
+
+/// Interns modules.
+#[derive(Debug, Default)]
+pub struct ModuleTable {
+    ids: HashMap<Key, ModuleId>,
+    infos: Vec<ModuleInfo>,
+}
+
+impl ModuleTable {
+    /// The id for this module, and whether it is new (so its record must be written).
+    pub fn intern(
+        &mut self,
+        kind: ModuleKind,
+        path: &str,
+        build_id: &[u8],
+        open_path: Option<PathBuf>,
+        pid: Option<u32>,
+    ) -> (ModuleId, bool) {
+        let key = (kind, path.to_string(), build_id.to_vec());
+        if let Some(&id) = self.ids.get(&key) {
+            return (id, false);
+        }
+        let id = self.infos.len() as ModuleId;
+        self.infos.push(ModuleInfo {
+            id,
+            kind,
+            path: path.to_string(),
+            build_id: build_id.to_vec(),
+            open_path,
+            pid,
+        });
+        self.ids.insert(key, id);
+        (id, true)
+    }
+
+    pub fn get(&self, id: ModuleId) -> Option<&ModuleInfo> {
+        self.infos.get(id as usize)
+    }
+
+    pub fn len(&self) -> usize {
+        self.infos.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.infos.is_empty()
+    }
+}

@@ -1,0 +1,264 @@
+//! Raw addresses to machine-independent frames: user addresses become module + file
+//! offset, kernel addresses become symbol + offset. No raw kernel address leaves here.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use hotspot_format::{
+    FormatError, FrameAddr, FrameId, ModuleId, ModuleKind, Record, SourceLoc, Symbol,
+};
+
+use crate::build_id;
+use crate::frame_table::FrameTable;
+use crate::kallsyms::Kallsyms;
+use crate::module_table::ModuleTable;
+use crate::proc_maps::{self, MappingKind};
+use crate::process_table::ProcessTable;
+use crate::sink::Sink;
+
+/// A user frame that still needs a name (resolved off the sampling path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SymbolRequest {
+    pub frame: FrameId,
+    pub module: ModuleId,
+    /// File offset (JIT: the address).
+    pub offset: u64,
+}
+
+/// Lowest address of the kernel half on 64-bit machines; anything at or above it in a
+/// user stack is garbage, and anything below it in a kernel stack too.
+const KERNEL_START: u64 = 0xffff_8000_0000_0000;
+
+/// Turns raw stacks into frame ids, writing modules, frames and kernel symbols.
+#[derive(Debug)]
+pub struct Normalizer {
+    pub procs: ProcessTable,
+    pub modules: ModuleTable,
+    pub frames: FrameTable,
+    kallsyms: Kallsyms,
+    /// Kernel address → frame, so repeated kernel addresses skip the symbol lookup.
+    kernel_cache: HashMap<u64, FrameId>,
+    kernel_build_ids: HashMap<Option<String>, Vec<u8>>,
+    sys_root: PathBuf,
+    pending: Vec<SymbolRequest>,
+}
+
+impl Normalizer {
+    pub fn new(procs: ProcessTable, kallsyms: Kallsyms, sys_root: impl Into<PathBuf>) -> Self {
+        Normalizer {
+            procs,
+            modules: ModuleTable::default(),
+            frames: FrameTable::default(),
+            kallsyms,
+            kernel_cache: HashMap::new(),
+            kernel_build_ids: HashMap::new(),
+            sys_root: sys_root.into(),
+            pending: Vec::new(),
+        }
+    }
+
+    /// User frames created since the last call, to be symbolised.
+    pub fn take_symbol_requests(&mut self) -> Vec<SymbolRequest> {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// Appends the frames of one sample (kernel leaf first, then user leaf first) to `out`.
+    pub fn stack(
+        &mut self,
+        pid: u32,
+        kernel: &[u64],
+        user: &[u64],
+        now_ns: u64,
+        sink: &mut impl Sink,
+        out: &mut Vec<FrameId>,
+    ) -> Result<(), FormatError> {
+        for &addr in kernel {
+            if addr >= KERNEL_START {
+                out.push(self.kernel_frame(addr, sink)?);
+            }
+        }
+        for (i, &addr) in user.iter().enumerate() {
+            if addr == 0 || addr >= KERNEL_START {
+                continue;
+            }
+            // Return addresses point after the call; step back into the call instruction
+            // so the frame (and its line) is the call site. The leaf is the interrupted PC.
+            let lookup = if i == 0 { addr } else { addr - 1 };
+            out.push(self.user_frame(pid, lookup, now_ns, sink)?);
+        }
+        Ok(())
+    }
+
+    fn user_frame(
+        &mut self,
+        pid: u32,
+        addr: u64,
+        now_ns: u64,
+        sink: &mut impl Sink,
+    ) -> Result<FrameId, FormatError> {
+        let mut found = self
+            .procs
+            .get_mut(pid)
+            .and_then(|e| proc_maps::find(&e.maps, addr).is_some().then_some(()));
+        if found.is_none() && self.procs.refresh_maps(pid, now_ns, false) {
+            found = self
+                .procs
+                .get_mut(pid)
+                .and_then(|e| proc_maps::find(&e.maps, addr).is_some().then_some(()));
+        }
+        let (module, offset) = match found {
+            Some(()) => self.mapped(pid, addr, sink)?,
+            None => (self.jit_module(pid, sink)?, addr),
+        };
+        let (frame, new) = self
+            .frames
+            .frame(module, FrameAddr::FileOffset(offset), sink)?;
+        if new {
+            self.pending.push(SymbolRequest {
+                frame,
+                module,
+                offset,
+            });
+        }
+        Ok(frame)
+    }
+
+    /// Module and file offset of an address known to be inside one of `pid`'s mappings.
+    fn mapped(
+        &mut self,
+        pid: u32,
+        addr: u64,
+        sink: &mut impl Sink,
+    ) -> Result<(ModuleId, u64), FormatError> {
+        let proc_root = self.procs.proc_root().to_path_buf();
+        let Some(entry) = self.procs.get_mut(pid) else {
+            return Ok((self.jit_module(pid, sink)?, addr));
+        };
+        let idx = entry.maps.partition_point(|m| m.start <= addr) - 1;
+        let m = entry.maps[idx].clone();
+        let kind = m.kind();
+        let offset = match kind {
+            MappingKind::File => addr - m.start + m.offset,
+            MappingKind::Vdso => addr - m.start,
+            MappingKind::Anonymous => addr,
+        };
+        if let Some(Some(id)) = entry.modules.get(idx) {
+            return Ok((*id, offset));
+        }
+        let (id, new) = match kind {
+            MappingKind::File => {
+                // map_files gives the very file that is mapped, even if the path was
+                // replaced or deleted since; the plain path is what debuglinks resolve from.
+                let mapped = proc_root
+                    .join(pid.to_string())
+                    .join("map_files")
+                    .join(format!("{:x}-{:x}", m.start, m.end));
+                let plain = PathBuf::from(&m.path);
+                let id_mapped = build_id::of_elf_file(&mapped);
+                let id_plain = build_id::of_elf_file(&plain);
+                let (bid, open) = match (id_mapped, id_plain) {
+                    (Some(a), Some(b)) if a == b => (a, plain),
+                    (Some(a), _) => (a, mapped),
+                    (None, Some(b)) => (b, plain),
+                    (None, None) => (Vec::new(), if plain.exists() { plain } else { mapped }),
+                };
+                self.modules
+                    .intern(ModuleKind::Elf, &m.path, &bid, Some(open), None)
+            }
+            MappingKind::Vdso => {
+                self.modules
+                    .intern(ModuleKind::Vdso, "[vdso]", &[], None, Some(pid))
+            }
+            MappingKind::Anonymous => return Ok((self.jit_module(pid, sink)?, addr)),
+        };
+        if new {
+            self.write_module(id, sink)?;
+        }
+        if let Some(entry) = self.procs.get_mut(pid) {
+            if let Some(slot) = entry.modules.get_mut(idx) {
+                *slot = Some(id);
+            }
+        }
+        Ok((id, offset))
+    }
+
+    /// Anonymous executable memory of `pid`: one module per process, offsets are addresses.
+    fn jit_module(&mut self, pid: u32, sink: &mut impl Sink) -> Result<ModuleId, FormatError> {
+        let (id, new) = self.modules.intern(
+            ModuleKind::Jit,
+            &format!("[jit:{pid}]"),
+            &[],
+            None,
+            Some(pid),
+        );
+        if new {
+            self.write_module(id, sink)?;
+        }
+        Ok(id)
+    }
+
+    fn write_module(&mut self, id: ModuleId, sink: &mut impl Sink) -> Result<(), FormatError> {
+        match self.modules.get(id) {
+            Some(info) => sink.push(Record::Module(info.record())),
+            None => Ok(()),
+        }
+    }
+
+    fn kernel_frame(&mut self, addr: u64, sink: &mut impl Sink) -> Result<FrameId, FormatError> {
+        if let Some(&f) = self.kernel_cache.get(&addr) {
+            return Ok(f);
+        }
+        let (name, offset, module) = match self.kallsyms.resolve(addr) {
+            Some((sym, off)) => (sym.name.clone(), off, sym.module.clone()),
+            None => ("[unknown kernel]".to_string(), 0, None),
+        };
+        let build_id = self.kernel_build_id(&module);
+        let (kind, path) = match &module {
+            None => (ModuleKind::Kernel, "[kernel.kallsyms]".to_string()),
+            Some(m) => (ModuleKind::KernelModule, m.clone()),
+        };
+        let (mid, new) = self.modules.intern(kind, &path, &build_id, None, None);
+        if new {
+            self.write_module(mid, sink)?;
+        }
+        let symbol = sink.intern(&name);
+        let (frame, new) =
+            self.frames
+                .frame(mid, FrameAddr::KernelSymbol { symbol, offset }, sink)?;
+        if new {
+            sink.push(Record::Symbol(Symbol {
+                frame,
+                function: symbol,
+                loc: SourceLoc::default(),
+                inlined: Vec::new(),
+            }))?;
+        }
+        self.kernel_cache.insert(addr, frame);
+        Ok(frame)
+    }
+
+    fn kernel_build_id(&mut self, module: &Option<String>) -> Vec<u8> {
+        if let Some(id) = self.kernel_build_ids.get(module) {
+            return id.clone();
+        }
+        let path = match module {
+            None => self.sys_root.join("kernel/notes"),
+            Some(m) => self
+                .sys_root
+                .join("module")
+                .join(m)
+                .join("notes/.note.gnu.build-id"),
+        };
+        let id = read_notes(&path).unwrap_or_default();
+        self.kernel_build_ids.insert(module.clone(), id.clone());
+        id
+    }
+
+    pub fn kallsyms_empty(&self) -> bool {
+        self.kallsyms.is_empty()
+    }
+}
+
+fn read_notes(path: &Path) -> Option<Vec<u8>> {
+    build_id::of_notes(&std::fs::read(path).ok()?)
+}

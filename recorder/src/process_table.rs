@@ -1,0 +1,240 @@
+//! Processes and threads of the targets: names, command lines, executable mappings, and
+//! which of them still has to be written to the capture.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use hotspot_format::{ModuleId, Process, Thread};
+
+use crate::proc_maps::{self, Mapping};
+
+/// A process the recorder has seen samples from.
+#[derive(Debug)]
+pub struct ProcessEntry {
+    pub info: Process,
+    pub maps: Vec<Mapping>,
+    /// Module id of each mapping in `maps`, filled lazily (reading a build-id costs I/O).
+    pub modules: Vec<Option<ModuleId>>,
+    /// Monotonic ns when `maps` was last read; re-reads are rate limited.
+    pub maps_read_ns: u64,
+    pub alive: bool,
+}
+
+/// What the recorder knows of a thread: enough to notice a rename.
+#[derive(Debug, Clone)]
+struct ThreadEntry {
+    name: String,
+}
+
+/// The processes and threads seen so far.
+#[derive(Debug)]
+pub struct ProcessTable {
+    proc_root: PathBuf,
+    procs: HashMap<u32, ProcessEntry>,
+    threads: HashMap<u32, ThreadEntry>,
+}
+
+/// Don't re-read a process's maps more often than this when an address misses them.
+const MAPS_REFRESH_NS: u64 = 100_000_000;
+
+impl ProcessTable {
+    pub fn new(proc_root: impl Into<PathBuf>) -> Self {
+        ProcessTable {
+            proc_root: proc_root.into(),
+            procs: HashMap::new(),
+            threads: HashMap::new(),
+        }
+    }
+
+    pub fn proc_root(&self) -> &Path {
+        &self.proc_root
+    }
+
+    /// The entry for `pid`, reading /proc the first time; the returned record is
+    /// `Some` when the process is new and must be written.
+    pub fn ensure(
+        &mut self,
+        pid: u32,
+        comm: &str,
+        now_ns: u64,
+    ) -> (&mut ProcessEntry, Option<Process>) {
+        let mut new = None;
+        let root = self.proc_root.clone();
+        let entry = self.procs.entry(pid).or_insert_with(|| {
+            let info = read_process(&root, pid, comm, now_ns);
+            new = Some(info.clone());
+            let maps = proc_maps::read_maps(&root, pid).unwrap_or_default();
+            ProcessEntry {
+                modules: vec![None; maps.len()],
+                info,
+                maps,
+                maps_read_ns: now_ns,
+                alive: true,
+            }
+        });
+        (entry, new)
+    }
+
+    pub fn get_mut(&mut self, pid: u32) -> Option<&mut ProcessEntry> {
+        self.procs.get_mut(&pid)
+    }
+
+    /// Re-reads the maps of `pid` unless that was done very recently; true if re-read.
+    pub fn refresh_maps(&mut self, pid: u32, now_ns: u64, force: bool) -> bool {
+        let root = self.proc_root.clone();
+        let Some(entry) = self.procs.get_mut(&pid) else {
+            return false;
+        };
+        if !force && now_ns.saturating_sub(entry.maps_read_ns) < MAPS_REFRESH_NS {
+            return false;
+        }
+        entry.maps_read_ns = now_ns;
+        match proc_maps::read_maps(&root, pid) {
+            Some(maps) if maps != entry.maps => {
+                entry.modules = vec![None; maps.len()];
+                entry.maps = maps;
+                true
+            }
+            Some(_) => false,
+            None => {
+                entry.alive = false;
+                false
+            }
+        }
+    }
+
+    /// The process replaced its image: new name, command line and mappings. Returns the
+    /// record to write.
+    pub fn exec(&mut self, pid: u32, comm: &str, now_ns: u64) -> Process {
+        self.procs.remove(&pid);
+        let (_, rec) = self.ensure(pid, comm, now_ns);
+        rec.unwrap_or_default()
+    }
+
+    /// Marks a process gone; its maps stay for samples still queued.
+    pub fn exit(&mut self, pid: u32) {
+        if let Some(e) = self.procs.get_mut(&pid) {
+            e.alive = false;
+        }
+    }
+
+    /// Notes a sample's thread; returns the record to write when the thread is new or
+    /// renamed since it was last seen.
+    pub fn thread_seen(&mut self, tid: u32, pid: u32, comm: &str, now_ns: u64) -> Option<Thread> {
+        match self.threads.get_mut(&tid) {
+            Some(t) if t.name == comm => None,
+            Some(t) => {
+                t.name = comm.to_string();
+                Some(thread(tid, pid, comm, now_ns))
+            }
+            None => {
+                self.threads.insert(
+                    tid,
+                    ThreadEntry {
+                        name: comm.to_string(),
+                    },
+                );
+                Some(thread(tid, pid, comm, now_ns))
+            }
+        }
+    }
+
+    pub fn process_count(&self) -> usize {
+        self.procs.len()
+    }
+
+    pub fn thread_count(&self) -> usize {
+        self.threads.len()
+    }
+}
+
+fn thread(tid: u32, pid: u32, name: &str, time_ns: u64) -> Thread {
+    Thread {
+        tid,
+        pid,
+        name: name.to_string(),
+        time_ns,
+    }
+}
+
+/// Reads what /proc says about `pid`; fields of a process that is already gone stay
+/// empty, with the sampled `comm` as its name.
+pub fn read_process(proc_root: &Path, pid: u32, comm: &str, now_ns: u64) -> Process {
+    let dir = proc_root.join(pid.to_string());
+    let name = std::fs::read_to_string(dir.join("comm"))
+        .map(|s| s.trim_end_matches('\n').to_string())
+        .unwrap_or_else(|_| comm.to_string());
+    let cmdline = std::fs::read(dir.join("cmdline"))
+        .map(|b| split_cmdline(&b))
+        .unwrap_or_default();
+    let exe = std::fs::read_link(dir.join("exe"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ppid = std::fs::read_to_string(dir.join("stat"))
+        .ok()
+        .and_then(|s| parse_ppid(&s))
+        .unwrap_or(0);
+    Process {
+        pid,
+        ppid,
+        name,
+        cmdline,
+        exe,
+        start_ns: now_ns,
+    }
+}
+
+fn split_cmdline(bytes: &[u8]) -> Vec<String> {
+    bytes
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// `pid (comm) state ppid …`: comm may hold spaces and parentheses, so parse from the
+/// last ')'.
+fn parse_ppid(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ppid_survives_odd_comms() {
+        assert_eq!(parse_ppid("42 (a) b) c) R 7 42 42 0"), Some(7));
+        assert_eq!(parse_ppid("garbage"), None);
+    }
+
+    #[test]
+    fn cmdline_splits_on_nul() {
+        assert_eq!(split_cmdline(b"ls\0-l\0a b\0"), vec!["ls", "-l", "a b"]);
+    }
+
+    #[test]
+    fn threads_are_reported_when_new_or_renamed() {
+        let mut t = ProcessTable::new("/proc");
+        assert!(t.thread_seen(5, 1, "a", 0).is_some());
+        assert!(t.thread_seen(5, 1, "a", 1).is_none());
+        let renamed = t.thread_seen(5, 1, "b", 2).expect("rename is reported");
+        assert_eq!((renamed.name.as_str(), renamed.time_ns), ("b", 2));
+    }
+
+    #[test]
+    fn reads_our_own_process() {
+        let me = std::process::id();
+        let mut t = ProcessTable::new("/proc");
+        let (entry, new) = t.ensure(me, "x", 0);
+        assert!(
+            !entry.maps.is_empty(),
+            "our own maps have executable mappings"
+        );
+        let new = new.expect("first sight is new");
+        assert_eq!(new.pid, me);
+        assert!(!new.exe.is_empty());
+        assert!(t.ensure(me, "x", 1).1.is_none());
+    }
+}

@@ -1,0 +1,300 @@
+//! The recording loop: drain BPF events, normalise stacks, track processes, resolve
+//! symbols off the sampling path, and flush capture blocks at a steady pace.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hotspot_format::{InlinedFn, Lost, ProcessExit, Record, Sample, SourceLoc, Symbol, Writer};
+
+use crate::bpf::{EventSource, RawEvent, RawSample};
+use crate::error::RecordError;
+use crate::kallsyms::Kallsyms;
+use crate::normalizer::Normalizer;
+use crate::process_table::ProcessTable;
+use crate::sink::Sink;
+use crate::symbolizer::{Loc, Resolved, SymbolWorker};
+
+/// What to record and how.
+#[derive(Debug, Clone)]
+pub struct RecordConfig {
+    pub targets: Vec<u32>,
+    pub all_processes: bool,
+    pub duration: Option<Duration>,
+    /// How often a block is flushed (at most about this much is lost on a kill).
+    pub flush_every: Duration,
+    pub proc_root: PathBuf,
+    pub sys_root: PathBuf,
+    /// Where separate debug files are looked up by build-id.
+    pub debug_dirs: Vec<PathBuf>,
+}
+
+impl Default for RecordConfig {
+    fn default() -> Self {
+        RecordConfig {
+            targets: Vec::new(),
+            all_processes: false,
+            duration: None,
+            flush_every: Duration::from_secs(1),
+            proc_root: PathBuf::from("/proc"),
+            sys_root: PathBuf::from("/sys"),
+            debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+        }
+    }
+}
+
+/// Running totals, reported while recording and at the end.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    pub elapsed: Duration,
+    pub samples: u64,
+    pub lost: u64,
+    pub bytes: u64,
+}
+
+/// Why recording stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    Interrupted,
+    TargetsExited,
+    Duration,
+}
+
+/// The outcome of a recording.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub progress: Progress,
+    pub reason: StopReason,
+    pub processes: usize,
+    pub threads: usize,
+    pub stacks: usize,
+    pub frames: usize,
+    /// Kernel symbols were unreadable (no privilege): kernel frames are unnamed.
+    pub kallsyms_missing: bool,
+}
+
+/// Records until stopped; returns the summary and the finished output.
+pub fn run<S: EventSource, W: Write>(
+    source: &mut S,
+    mut writer: Writer<W>,
+    cfg: &RecordConfig,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<(Summary, W), RecordError> {
+    let start = Instant::now();
+    let kallsyms = Kallsyms::read(&cfg.proc_root.join("kallsyms")).unwrap_or_default();
+    let mut norm = Normalizer::new(ProcessTable::new(&cfg.proc_root), kallsyms, &cfg.sys_root);
+    let worker =
+        SymbolWorker::start(cfg.debug_dirs.clone(), cfg.proc_root.clone()).map_err(|source| {
+            RecordError::Io {
+                path: "symbol worker thread".into(),
+                source,
+            }
+        })?;
+    let mut live: HashSet<u32> = cfg.targets.iter().copied().collect();
+    let mut events = Vec::new();
+    let mut frames = Vec::new();
+    let mut lost_seen: Vec<u64> = Vec::new();
+    let mut lost_total = 0u64;
+    let mut last_flush = Instant::now();
+    let mut samples = 0u64;
+
+    let reason = loop {
+        if stop.load(Ordering::Relaxed) {
+            break StopReason::Interrupted;
+        }
+        if cfg.duration.is_some_and(|d| start.elapsed() >= d) {
+            break StopReason::Duration;
+        }
+        let until_flush = cfg.flush_every.saturating_sub(last_flush.elapsed());
+        let wait = until_flush.min(Duration::from_millis(100));
+        source.poll(wait, &mut events)?;
+        samples += handle(&mut events, &mut norm, &mut writer, &mut live, &mut frames)?;
+        if last_flush.elapsed() >= cfg.flush_every {
+            last_flush = Instant::now();
+            lost_total += flush(source, &mut norm, &worker, &mut writer, &mut lost_seen)?;
+            if !cfg.all_processes {
+                live.retain(|&pid| process_exists(pid));
+            }
+            on_progress(&Progress {
+                elapsed: start.elapsed(),
+                samples,
+                lost: lost_total,
+                bytes: writer.bytes_written(),
+            });
+        }
+        if !cfg.all_processes && live.is_empty() {
+            break StopReason::TargetsExited;
+        }
+    };
+    // What is already in the ring buffer still belongs to the recording.
+    source.poll(Duration::ZERO, &mut events)?;
+    samples += handle(&mut events, &mut norm, &mut writer, &mut live, &mut frames)?;
+    lost_total += flush(source, &mut norm, &worker, &mut writer, &mut lost_seen)?;
+    push_symbols(worker.finish(), &mut writer)?;
+    let progress = Progress {
+        elapsed: start.elapsed(),
+        samples,
+        lost: lost_total,
+        bytes: writer.bytes_written(),
+    };
+    let summary = Summary {
+        reason,
+        processes: norm.procs.process_count(),
+        threads: norm.procs.thread_count(),
+        stacks: norm.frames.stack_count(),
+        frames: norm.frames.frame_count(),
+        kallsyms_missing: norm.kallsyms_empty(),
+        progress,
+    };
+    let out = writer.finish(
+        crate::session::wall_ns(),
+        crate::session::monotonic_ns(),
+        lost_total,
+    )?;
+    Ok((summary, out))
+}
+
+/// Handles a batch of events; returns the number of samples written.
+fn handle<W: Write>(
+    events: &mut Vec<RawEvent>,
+    norm: &mut Normalizer,
+    writer: &mut Writer<W>,
+    live: &mut HashSet<u32>,
+    frames: &mut Vec<u32>,
+) -> Result<u64, RecordError> {
+    let mut n = 0;
+    for ev in events.drain(..) {
+        match ev {
+            RawEvent::Sample(s) => {
+                sample(&s, norm, writer, frames)?;
+                n += 1;
+            }
+            RawEvent::Fork { child, .. } => {
+                live.insert(child);
+            }
+            RawEvent::Exec { time_ns, pid, comm } => {
+                let rec = norm.procs.exec(pid, &comm_str(&comm), time_ns);
+                writer.push(Record::Process(rec))?;
+            }
+            RawEvent::Exit { time_ns, pid } => {
+                norm.procs.exit(pid);
+                live.remove(&pid);
+                writer.push(Record::ProcessExit(ProcessExit { pid, time_ns }))?;
+            }
+        }
+    }
+    Ok(n)
+}
+
+fn sample<W: Write>(
+    s: &RawSample,
+    norm: &mut Normalizer,
+    writer: &mut Writer<W>,
+    frames: &mut Vec<u32>,
+) -> Result<(), RecordError> {
+    let comm = comm_str(&s.comm);
+    let (_, new_proc) = norm.procs.ensure(s.pid, &comm, s.time_ns);
+    if let Some(p) = new_proc {
+        writer.push(Record::Process(p))?;
+    }
+    if let Some(t) = norm.procs.thread_seen(s.tid, s.pid, &comm, s.time_ns) {
+        writer.push(Record::Thread(t))?;
+    }
+    frames.clear();
+    norm.stack(s.pid, &s.kernel, &s.user, s.time_ns, writer, frames)?;
+    let stack = norm.frames.stack(frames, writer)?;
+    writer.push_sample(Sample {
+        time_ns: s.time_ns,
+        tid: s.tid,
+        cpu: s.cpu,
+        stack,
+    })?;
+    Ok(())
+}
+
+/// Sends new frames to the symboliser, writes the names that came back and the lost
+/// counts, and flushes a block. Returns the samples lost since the last call.
+fn flush<S: EventSource, W: Write>(
+    source: &mut S,
+    norm: &mut Normalizer,
+    worker: &SymbolWorker,
+    writer: &mut Writer<W>,
+    lost_seen: &mut Vec<u64>,
+) -> Result<u64, RecordError> {
+    let reqs = norm.take_symbol_requests();
+    let batch = reqs
+        .into_iter()
+        .filter_map(|r| norm.modules.get(r.module).cloned().map(|m| (r, m)))
+        .collect();
+    worker.submit(batch);
+    push_symbols(worker.ready(), writer)?;
+    let lost = source.lost_per_cpu()?;
+    let now = crate::session::monotonic_ns();
+    let mut delta_total = 0;
+    lost_seen.resize(lost.len().max(lost_seen.len()), 0);
+    for (cpu, (&now_count, seen)) in lost.iter().zip(lost_seen.iter_mut()).enumerate() {
+        let delta = now_count.saturating_sub(*seen);
+        if delta > 0 {
+            *seen = now_count;
+            delta_total += delta;
+            writer.push(Record::Lost(Lost {
+                time_ns: now,
+                cpu: cpu as u32,
+                count: delta,
+            }))?;
+        }
+    }
+    writer.flush_block()?;
+    Ok(delta_total)
+}
+
+fn push_symbols<W: Write>(
+    resolved: Vec<Resolved>,
+    writer: &mut Writer<W>,
+) -> Result<(), RecordError> {
+    for r in resolved {
+        let function = writer.intern(&r.function);
+        let loc = source_loc(&r.loc, writer);
+        let inlined = r
+            .inlined
+            .iter()
+            .map(|(name, l)| InlinedFn {
+                function: writer.intern(name),
+                loc: source_loc(l, writer),
+            })
+            .collect();
+        writer.push(Record::Symbol(Symbol {
+            frame: r.frame,
+            function,
+            loc,
+            inlined,
+        }))?;
+    }
+    Ok(())
+}
+
+fn source_loc(l: &Loc, sink: &mut impl Sink) -> SourceLoc {
+    SourceLoc {
+        file: l.file.as_deref().map(|f| sink.intern(f)),
+        line: l.line,
+    }
+}
+
+/// A thread name as the kernel keeps it: up to 16 bytes, NUL padded, not always UTF-8.
+pub fn comm_str(comm: &[u8; 16]) -> String {
+    let end = comm.iter().position(|&b| b == 0).unwrap_or(comm.len());
+    String::from_utf8_lossy(&comm[..end]).into_owned()
+}
+
+/// True while `pid` exists (zombies included, which are about to be reaped).
+pub fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}

@@ -1,0 +1,186 @@
+//! A capture read into memory: every definition, the samples, and what the reader had to
+//! skip. Reads only the file; never /proc or the recorded binaries.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use hotspot_format::{
+    End, Event, Frame, FrameId, Module, ModuleId, Process, Reader, Record, Sample, SessionHeader,
+    StackId, StringId, Symbol,
+};
+
+use crate::error::ReplayError;
+
+/// A region of the file the reader could not use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    pub offset: u64,
+    pub bytes: u64,
+    pub what: String,
+}
+
+/// A thread and the names it had.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ThreadInfo {
+    pub tid: u32,
+    pub pid: u32,
+    /// (time, name) in the order seen; the first is the name at first sight.
+    pub names: Vec<(u64, String)>,
+}
+
+impl ThreadInfo {
+    /// The latest name.
+    pub fn name(&self) -> &str {
+        self.names.last().map_or("", |(_, n)| n.as_str())
+    }
+}
+
+/// Everything a capture holds.
+#[derive(Debug, Default)]
+pub struct Capture {
+    pub path: PathBuf,
+    pub file_size: u64,
+    pub version: (u16, u16),
+    pub session: Option<SessionHeader>,
+    pub strings: HashMap<StringId, String>,
+    pub processes: BTreeMap<u32, Process>,
+    pub exits: BTreeMap<u32, u64>,
+    pub threads: BTreeMap<u32, ThreadInfo>,
+    pub modules: BTreeMap<ModuleId, Module>,
+    pub frames: HashMap<FrameId, Frame>,
+    pub stacks: HashMap<StackId, Vec<FrameId>>,
+    pub symbols: HashMap<FrameId, Symbol>,
+    pub samples: Vec<Sample>,
+    pub lost: u64,
+    pub end: Option<End>,
+    pub blocks: u64,
+    /// Corrupt regions skipped in the middle of the file.
+    pub corrupt: Vec<Damage>,
+    /// A torn tail (the writer was killed mid-block): offset and bytes dropped.
+    pub truncated: Option<(u64, u64)>,
+    /// Records of kinds this version does not know: kind → count.
+    pub unknown_kinds: BTreeMap<u32, u64>,
+    /// Records per kind (for `info`'s breakdown): kind → count.
+    pub record_counts: BTreeMap<u32, u64>,
+}
+
+impl Capture {
+    /// Reads a finished (or cut) capture file.
+    pub fn open(path: &Path) -> Result<Capture, ReplayError> {
+        let io = |source| ReplayError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if meta.is_dir() {
+            return Err(ReplayError::NotAFile(path.to_path_buf()));
+        }
+        // A finished capture may be mapped; reading a copy is as good for small files
+        // and immune to the file being truncated under the mapping.
+        let data = std::fs::read(path).map_err(io)?;
+        let mut c = Capture::from_bytes(&data).map_err(|e| e.with_path(path))?;
+        c.path = path.to_path_buf();
+        c.file_size = meta.len();
+        Ok(c)
+    }
+
+    /// Reads a capture from memory.
+    pub fn from_bytes(data: &[u8]) -> Result<Capture, ReplayError> {
+        let reader = Reader::new(data)?;
+        let mut c = Capture {
+            version: (reader.header().major, reader.header().minor),
+            file_size: data.len() as u64,
+            ..Capture::default()
+        };
+        for event in reader {
+            c.apply(event);
+        }
+        Ok(c)
+    }
+
+    /// Folds one reader event in (also used when tailing a growing file).
+    pub fn apply(&mut self, event: Event) {
+        match event {
+            Event::Block(block) => {
+                self.blocks += 1;
+                for (kind, n) in block.unknown_kinds {
+                    *self.unknown_kinds.entry(kind).or_default() += u64::from(n);
+                }
+                for r in block.records {
+                    self.add(r);
+                }
+            }
+            Event::Corrupt {
+                offset,
+                skipped_bytes,
+                reason,
+            } => self.corrupt.push(Damage {
+                offset,
+                bytes: skipped_bytes,
+                what: reason.to_string(),
+            }),
+            Event::Truncated {
+                offset,
+                dropped_bytes,
+            } => self.truncated = Some((offset, dropped_bytes)),
+        }
+    }
+
+    /// Adds one record; a repeated definition keeps the first one seen.
+    fn add(&mut self, r: Record) {
+        *self.record_counts.entry(r.kind()).or_default() += 1;
+        match r {
+            Record::Session(s) => {
+                self.session.get_or_insert(s);
+            }
+            Record::String { id, text } => {
+                self.strings.entry(id).or_insert(text);
+            }
+            Record::Process(p) => {
+                // A later record for the same pid is an exec: it replaces the earlier one.
+                self.processes.insert(p.pid, p);
+            }
+            Record::ProcessExit(e) => {
+                self.exits.entry(e.pid).or_insert(e.time_ns);
+            }
+            Record::Thread(t) => {
+                let info = self.threads.entry(t.tid).or_insert_with(|| ThreadInfo {
+                    tid: t.tid,
+                    pid: t.pid,
+                    names: Vec::new(),
+                });
+                if info.names.last().map(|(_, n)| n) != Some(&t.name) {
+                    info.names.push((t.time_ns, t.name));
+                }
+            }
+            Record::Module(m) => {
+                self.modules.entry(m.id).or_insert(m);
+            }
+            Record::Frame(f) => {
+                self.frames.entry(f.id).or_insert(f);
+            }
+            Record::Stack(s) => {
+                self.stacks.entry(s.id).or_insert(s.frames);
+            }
+            Record::Samples(b) => self.samples.extend(b.samples),
+            Record::Symbol(s) => {
+                self.symbols.entry(s.frame).or_insert(s);
+            }
+            Record::Lost(l) => self.lost = self.lost.saturating_add(l.count),
+            Record::Index(_) => {}
+            Record::End(e) => self.end = Some(e),
+        }
+    }
+
+    /// Sample time span (first, last) in monotonic ns.
+    pub fn time_range(&self) -> Option<(u64, u64)> {
+        let min = self.samples.iter().map(|s| s.time_ns).min()?;
+        let max = self.samples.iter().map(|s| s.time_ns).max()?;
+        Some((min, max))
+    }
+
+    pub fn string(&self, id: StringId) -> Option<&str> {
+        self.strings.get(&id).map(String::as_str)
+    }
+}

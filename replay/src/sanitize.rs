@@ -1,0 +1,54 @@
+//! Making names from a capture safe to print: a capture from a ticket is untrusted, and
+//! a symbol or thread name must not be able to drive the terminal.
+
+/// Replaces control characters (C0, DEL, C1), bidirectional overrides and isolates with
+/// visible `\xNN` / `\u{NNNN}` escapes, and caps the length.
+pub fn display(s: &str) -> String {
+    const MAX: usize = 4096;
+    let mut out = String::with_capacity(s.len().min(MAX));
+    for c in s.chars() {
+        if out.len() >= MAX {
+            out.push('…');
+            break;
+        }
+        let u = c as u32;
+        if u < 0x20 || u == 0x7f {
+            out.push_str(&format!("\\x{u:02x}"));
+        } else if (0x80..0xa0).contains(&u) || is_bidi_control(u) {
+            out.push_str(&format!("\\u{{{u:04x}}}"));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn is_bidi_control(u: u32) -> bool {
+    matches!(u, 0x061c | 0x200e | 0x200f | 0x202a..=0x202e | 0x2066..=0x2069)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        let s = display("a\x1b[31mred\x07\u{9b}x\u{202e}y\n");
+        assert!(
+            !s.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{s:?}"
+        );
+        assert_eq!(s, "a\\x1b[31mred\\x07\\u{009b}x\\u{202e}y\\x0a");
+    }
+
+    #[test]
+    fn plain_names_pass_through() {
+        assert_eq!(display("std::vec::Vec<T>::push"), "std::vec::Vec<T>::push");
+        assert_eq!(display("名前"), "名前");
+    }
+
+    #[test]
+    fn long_names_are_capped() {
+        assert!(display(&"x".repeat(100_000)).len() < 5000);
+    }
+}

@@ -1,0 +1,124 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hotspot",
+    version,
+    about = "A sampling CPU profiler for Linux, built on eBPF"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Record a capture of running processes, or of a command: `record PID… -o FILE` or `record -o FILE -- CMD ARGS…`.
+    Record(RecordArgs),
+    /// Print a capture's session header, counts and whether it ended cleanly.
+    Info(InfoArgs),
+    /// Record the built-in demo workload for a few seconds and print what was captured.
+    Demo(DemoArgs),
+    /// Run the built-in demo workload (what `demo` records).
+    #[command(hide = true, name = "demo-workload")]
+    DemoWorkload {
+        #[arg(default_value_t = 5.0)]
+        seconds: f64,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Processes to record (all their threads, including threads started later).
+    pub pids: Vec<u32>,
+    /// Capture file to write (an existing file is replaced only if it is a capture).
+    #[arg(short, long, default_value = "hotspot.hsp")]
+    pub output: PathBuf,
+    /// Sampling frequency in Hz (per CPU).
+    #[arg(short = 'F', long = "freq", default_value_t = 499, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub freq: u32,
+    /// Stop after this long: seconds (`3`) or with a unit (`500ms`, `10s`, `2m`).
+    #[arg(short, long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Record every process on the machine.
+    #[arg(short, long, conflicts_with = "pids")]
+    pub all: bool,
+    /// Do not follow processes forked by the targets.
+    #[arg(long)]
+    pub no_children: bool,
+    /// Command to start and record, from its first instruction.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// The capture file.
+    pub file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// How long to record the demo workload.
+    #[arg(short, long, value_parser = parse_duration, default_value = "5s")]
+    pub duration: Duration,
+    /// Where to keep the capture.
+    #[arg(short, long, default_value = "demo.hsp")]
+    pub output: PathBuf,
+    /// Sampling frequency in Hz.
+    #[arg(short = 'F', long = "freq", default_value_t = 499)]
+    pub freq: u32,
+}
+
+/// `3`, `2.5`, `500ms`, `10s`, `2m`, `1h`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num.parse().map_err(|_| {
+        format!("invalid duration '{s}': expected a number with an optional unit (500ms, 10s, 2m)")
+    })?;
+    let secs = match unit {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            return Err(format!(
+                "invalid duration unit '{unit}' in '{s}': use ms, s, m or h"
+            ));
+        }
+    };
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(format!("invalid duration '{s}': must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("abc").is_err());
+        assert!(parse_duration("5x").is_err());
+        assert!(parse_duration("0").is_err());
+        assert!(parse_duration("").is_err());
+    }
+}

@@ -1,0 +1,206 @@
+//! `hotspot record` and `hotspot demo`: wiring the recorder to the command line.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use hotspot_recorder::bpf::{BpfSampler, EventSource, SamplerOptions};
+use hotspot_recorder::launch::GatedChild;
+use hotspot_recorder::recorder::process_exists;
+use hotspot_recorder::{Progress, RecordConfig, RecordError, StopReason, Summary};
+
+use crate::cli::{DemoArgs, RecordArgs};
+use crate::signals;
+
+/// What `record` was asked to profile.
+enum Target {
+    Pids(Vec<u32>),
+    All,
+    Command(Vec<String>),
+}
+
+pub fn run(args: RecordArgs) -> anyhow::Result<()> {
+    let target = if args.all {
+        if !args.command.is_empty() {
+            anyhow::bail!(
+                "--all records every process; give either --all or a command after --, not both"
+            );
+        }
+        Target::All
+    } else if !args.command.is_empty() {
+        if !args.pids.is_empty() {
+            anyhow::bail!("give either PIDs or a command after --, not both");
+        }
+        Target::Command(args.command.clone())
+    } else if !args.pids.is_empty() {
+        Target::Pids(args.pids.clone())
+    } else {
+        anyhow::bail!(
+            "nothing to record: give PIDs, --all, or a command after -- (e.g. hotspot record -o out.hsp -- ./myprog)"
+        );
+    };
+    let follow = !args.no_children;
+    let summary = record(target, &args.output, args.freq, args.duration, follow)?;
+    print_summary(&summary, &args.output);
+    Ok(())
+}
+
+/// `hotspot demo`: records the built-in workload and prints what the capture holds.
+pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("locating the hotspot executable")?;
+    let secs = args.duration.as_secs_f64();
+    let cmd = vec![
+        exe.to_string_lossy().into_owned(),
+        "demo-workload".into(),
+        format!("{secs}"),
+    ];
+    eprintln!(
+        "hotspot: recording the built-in demo workload for {secs:.1} s at {} Hz…",
+        args.freq
+    );
+    let summary = record(Target::Command(cmd), &args.output, args.freq, None, true)?;
+    print_summary(&summary, &args.output);
+    let capture = hotspot_replay::Capture::open(&args.output)?;
+    print!("{}", hotspot_replay::info::text(&capture));
+    Ok(())
+}
+
+fn record(
+    target: Target,
+    output: &Path,
+    freq: u32,
+    duration: Option<Duration>,
+    follow: bool,
+) -> anyhow::Result<Summary> {
+    let pids = match &target {
+        Target::Pids(p) => {
+            for &pid in p {
+                if !process_exists(pid) || pid == 0 {
+                    return Err(RecordError::NoSuchProcess(pid).into());
+                }
+            }
+            p.clone()
+        }
+        _ => Vec::new(),
+    };
+    let opts = SamplerOptions {
+        freq_hz: u64::from(freq),
+        all_processes: matches!(target, Target::All),
+        follow_children: follow,
+        self_tgid: std::process::id(),
+        ring_bytes: 8 << 20,
+    };
+    let mut sampler = BpfSampler::load(&opts)?;
+    let file = hotspot_recorder::output::open_capture(output, |b| {
+        b.starts_with(&hotspot_format::header::MAGIC)
+    })?;
+    let mut child = match &target {
+        Target::Command(argv) => Some(GatedChild::spawn(argv)?),
+        _ => None,
+    };
+    let mut targets = pids;
+    if let Some(c) = &child {
+        targets.push(c.pid());
+    }
+    for &pid in &targets {
+        sampler.add_target(pid)?;
+    }
+    signals::install();
+    sampler.start()?;
+    if let Some(c) = &mut child {
+        c.release()?;
+    }
+    let command_line: Vec<String> = std::env::args().collect();
+    let header = hotspot_recorder::session::header(
+        Path::new("/proc"),
+        freq,
+        &targets,
+        opts.all_processes,
+        command_line,
+    );
+    let writer = hotspot_format::Writer::new(file, header)?;
+    let cfg = RecordConfig {
+        targets,
+        all_processes: opts.all_processes,
+        duration,
+        ..RecordConfig::default()
+    };
+    let tty = std::io::stderr().is_terminal();
+    let mut on_progress = |p: &Progress| {
+        // Reap a finished command so the recorder sees it gone.
+        if let Some(c) = &mut child {
+            c.try_wait();
+        }
+        if tty {
+            eprint!("\r\x1b[2K{}", progress_line(p));
+        }
+    };
+    let result =
+        hotspot_recorder::run(&mut sampler, writer, &cfg, &signals::STOP, &mut on_progress);
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let (summary, file) = result?;
+    file.sync_all()
+        .with_context(|| format!("syncing {}", output.display()))?;
+    if let Some(c) = &mut child {
+        if c.try_wait().is_none() && summary.reason != StopReason::TargetsExited {
+            // The recording ended first (duration or Ctrl-C): the command keeps running
+            // unprofiled, as with perf; say so rather than kill it.
+            eprintln!(
+                "hotspot: the command (pid {}) is still running, no longer profiled",
+                c.pid()
+            );
+        }
+    }
+    Ok(summary)
+}
+
+fn progress_line(p: &Progress) -> String {
+    format!(
+        "recording: {:.1} s, {} samples, {} lost, {} written",
+        p.elapsed.as_secs_f64(),
+        p.samples,
+        p.lost,
+        human_bytes(p.bytes)
+    )
+}
+
+fn print_summary(s: &Summary, output: &Path) {
+    let size = std::fs::metadata(output)
+        .map(|m| m.len())
+        .unwrap_or(s.progress.bytes);
+    let why = match s.reason {
+        StopReason::Interrupted => "interrupted",
+        StopReason::TargetsExited => "every target exited",
+        StopReason::Duration => "duration reached",
+    };
+    eprintln!(
+        "hotspot: {} samples ({} lost) from {} process{}, {} thread{} in {:.1} s; {} distinct stacks; {} written to {} ({why})",
+        s.progress.samples,
+        s.progress.lost,
+        s.processes,
+        if s.processes == 1 { "" } else { "es" },
+        s.threads,
+        if s.threads == 1 { "" } else { "s" },
+        s.progress.elapsed.as_secs_f64(),
+        s.stacks,
+        human_bytes(size),
+        output.display(),
+    );
+    if s.kallsyms_missing {
+        eprintln!(
+            "hotspot: warning: /proc/kallsyms gave no addresses (kptr_restrict?): kernel frames are unnamed"
+        );
+    }
+}
+
+fn human_bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} B"),
+    }
+}

@@ -1,0 +1,349 @@
+//! End-to-end tests of `hotspot record` with the real BPF program on real processes.
+//! They need root (CAP_BPF + CAP_PERFMON); without it they fail with hotspot's own
+//! message naming the missing capability, never skip.
+
+mod common;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hotspot_replay::Capture;
+use hotspot_replay::profile::{self, Filter};
+
+/// Recordings share two CPUs: run them one at a time so sample counts are not skewed.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn hotspot() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hotspot"))
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run hotspot");
+    assert!(
+        out.status.success(),
+        "hotspot failed: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `hotspot record [extra] -o OUT -- argv` and the capture it wrote.
+fn record_cmd(out: &Path, extra: &[&str], argv: &[&str]) -> Capture {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    run_ok(
+        hotspot()
+            .arg("record")
+            .args(extra)
+            .arg("-o")
+            .arg(out)
+            .arg("--")
+            .args(argv),
+    );
+    Capture::open(out).expect("capture opens")
+}
+
+fn fixture(name: &str) -> String {
+    common::fixture(name).to_string_lossy().into_owned()
+}
+
+/// Folded stacks as `a;b;c` function-name strings with counts.
+fn folded(c: &Capture, filter: &Filter) -> Vec<(Vec<String>, u64)> {
+    profile::fold(c, filter)
+        .stacks
+        .into_iter()
+        .map(|(k, n)| (k.into_iter().map(|f| f.function).collect(), n))
+        .collect()
+}
+
+/// Samples whose leaf function is `leaf`.
+fn self_samples(stacks: &[(Vec<String>, u64)], leaf: &str) -> u64 {
+    stacks
+        .iter()
+        .filter(|(s, _)| s.last().is_some_and(|f| f == leaf))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// True if some stack holds `chain` as consecutive frames (root to leaf order).
+fn has_chain(stacks: &[(Vec<String>, u64)], chain: &[&str]) -> bool {
+    stacks.iter().any(|(s, _)| {
+        s.windows(chain.len())
+            .any(|w| w.iter().zip(chain).all(|(a, b)| a == b))
+    })
+}
+
+#[test]
+fn split_7030_shares_and_full_chains() {
+    let d = tmp();
+    let c = record_cmd(&d.path().join("a.hsp"), &[], &[&fixture("split7030"), "3"]);
+    let stacks = folded(&c, &Filter::default());
+    let hot = self_samples(&stacks, "hot_leaf") as f64;
+    let cold = self_samples(&stacks, "cold_leaf") as f64;
+    assert!(
+        hot + cold > 1000.0,
+        "too few samples: hot {hot}, cold {cold}"
+    );
+    let share = hot / (hot + cold);
+    assert!(
+        (0.62..=0.78).contains(&share),
+        "hot share {share:.3} (hot {hot}, cold {cold})"
+    );
+    assert!(
+        has_chain(&stacks, &["main", "hot_a", "hot_b", "hot_leaf"]),
+        "hot chain missing"
+    );
+    assert!(
+        has_chain(&stacks, &["main", "cold_a", "cold_b", "cold_leaf"]),
+        "cold chain missing"
+    );
+    assert!(c.end.is_some(), "capture finished cleanly");
+}
+
+#[test]
+fn named_threads_with_their_own_work() {
+    let d = tmp();
+    let c = record_cmd(&d.path().join("t.hsp"), &[], &[&fixture("threads"), "2"]);
+    for (name, leaf) in [
+        ("hs-alpha", "alpha_leaf"),
+        ("hs-beta", "beta_leaf"),
+        ("hs-gamma", "gamma_leaf"),
+    ] {
+        let tids: HashSet<u32> = c
+            .threads
+            .values()
+            .filter(|t| t.names.iter().any(|(_, n)| n == name))
+            .map(|t| t.tid)
+            .collect();
+        assert!(!tids.is_empty(), "thread {name} missing: {:?}", c.threads);
+        let stacks = folded(
+            &c,
+            &Filter {
+                tids: Some(tids),
+                ..Filter::default()
+            },
+        );
+        let total: u64 = stacks.iter().map(|(_, n)| n).sum();
+        let own = self_samples(&stacks, leaf);
+        assert!(
+            own as f64 > 0.8 * total as f64,
+            "{name}: {own} of {total} samples in {leaf}"
+        );
+    }
+}
+
+#[test]
+fn children_followed_by_default_and_not_with_no_children() {
+    let d = tmp();
+    let with = record_cmd(&d.path().join("w.hsp"), &[], &[&fixture("forker"), "2"]);
+    let without = record_cmd(
+        &d.path().join("wo.hsp"),
+        &["--no-children"],
+        &[&fixture("forker"), "2"],
+    );
+    let child_with = self_samples(&folded(&with, &Filter::default()), "child_leaf");
+    let child_without = self_samples(&folded(&without, &Filter::default()), "child_leaf");
+    let parent_without = self_samples(&folded(&without, &Filter::default()), "parent_leaf");
+    assert!(
+        child_with > 200,
+        "children not followed: {child_with} child samples"
+    );
+    assert!(
+        with.processes.len() >= 3,
+        "parent and two children: {:?}",
+        with.processes.keys()
+    );
+    assert_eq!(child_without, 0, "--no-children still recorded children");
+    assert!(parent_without > 200, "parent missing with --no-children");
+}
+
+#[test]
+fn deep_recursion_keeps_deep_stacks() {
+    let d = tmp();
+    let c = record_cmd(&d.path().join("r.hsp"), &[], &[&fixture("recurse"), "2"]);
+    let deepest = c.stacks.values().map(Vec::len).max().unwrap_or(0);
+    assert!(deepest >= 100, "deepest stack {deepest} frames");
+    let stacks = folded(&c, &Filter::default());
+    let deep = stacks
+        .iter()
+        .filter(|(s, _)| s.iter().filter(|f| *f == "recurse_deep").count() >= 100)
+        .count();
+    assert!(deep > 0, "no stack with 100 recurse_deep frames");
+}
+
+#[test]
+fn syscall_workload_has_named_kernel_frames() {
+    let d = tmp();
+    let c = record_cmd(&d.path().join("s.hsp"), &[], &[&fixture("syscalls"), "2"]);
+    let folded = profile::fold(&c, &Filter::default());
+    let kernel_samples: u64 = folded
+        .stacks
+        .iter()
+        .filter(|(s, _)| s.last().is_some_and(|f| f.kernel))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        kernel_samples as f64 > 0.3 * folded.total as f64,
+        "{kernel_samples} of {} samples in the kernel",
+        folded.total
+    );
+    let kernel_names: HashSet<&str> = folded
+        .stacks
+        .keys()
+        .flatten()
+        .filter(|f| f.kernel)
+        .map(|f| f.function.as_str())
+        .collect();
+    assert!(
+        kernel_names.iter().any(|n| n.contains("write")),
+        "no kernel write function among {kernel_names:?}"
+    );
+    assert!(!kernel_names.contains("??"), "unnamed kernel frames");
+    assert!(has_chain(
+        &folded
+            .stacks
+            .keys()
+            .map(|s| s.iter().map(|f| f.function.clone()).collect())
+            .map(|s| (s, 1))
+            .collect::<Vec<_>>(),
+        &["main", "sys_loop"]
+    ));
+}
+
+#[test]
+fn earliest_work_of_a_command_is_recorded() {
+    let d = tmp();
+    let c = record_cmd(&d.path().join("e.hsp"), &[], &[&fixture("early"), "0.6"]);
+    let early = self_samples(&folded(&c, &Filter::default()), "early_leaf");
+    // 200 ms at 499 Hz is ~100 samples; missing the start would lose most of them.
+    assert!(early >= 60, "only {early} samples of the first 200 ms");
+}
+
+#[test]
+fn frequency_499_for_3s_on_one_busy_thread() {
+    let d = tmp();
+    let c = record_cmd(
+        &d.path().join("f.hsp"),
+        &["-F", "499"],
+        &[&fixture("busy"), "3"],
+    );
+    let n = c.samples.len() as f64;
+    assert!(
+        (1350.0..=1650.0).contains(&n),
+        "{n} samples, expected 1500 ± 10%"
+    );
+}
+
+#[test]
+fn record_by_pid_with_duration() {
+    let d = tmp();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut child = Command::new(fixture("busy"))
+        .arg("6")
+        .spawn()
+        .expect("spawn busy");
+    std::thread::sleep(Duration::from_millis(200));
+    let out = d.path().join("p.hsp");
+    let res = hotspot()
+        .args(["record", "-d", "1500ms", "-o"])
+        .arg(&out)
+        .arg(child.id().to_string())
+        .output()
+        .expect("run");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(stderr.contains("samples"), "summary line missing: {stderr}");
+    let c = Capture::open(&out).expect("opens");
+    let n = c.samples.len();
+    assert!((600..=900).contains(&n), "{n} samples in 1.5 s at 499 Hz");
+    assert!(self_samples(&folded(&c, &Filter::default()), "busy_leaf") as usize > n / 2);
+}
+
+#[test]
+fn sigkill_of_the_recorder_leaves_a_readable_capture() {
+    let d = tmp();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = d.path().join("k.hsp");
+    let mut rec = hotspot()
+        .arg("record")
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(fixture("busy"))
+        .arg("8")
+        .spawn()
+        .expect("spawn recorder");
+    std::thread::sleep(Duration::from_millis(2600));
+    rec.kill().expect("SIGKILL");
+    let _ = rec.wait();
+    let c = Capture::open(&out).expect("a killed recorder's capture opens");
+    assert!(c.end.is_none(), "no end marker after SIGKILL");
+    assert!(
+        c.samples.len() > 300,
+        "{} samples flushed before the kill",
+        c.samples.len()
+    );
+    assert!(
+        self_samples(&folded(&c, &Filter::default()), "busy_leaf") > 0,
+        "names flushed too"
+    );
+    // The workload was left running by the kill; it would otherwise burn CPU for the others.
+    let _ = Command::new("pkill")
+        .args(["-f", &fixture("busy")])
+        .status();
+}
+
+fn stderr_of(args: &[&str]) -> String {
+    let out = hotspot().args(args).output().expect("run");
+    assert!(!out.status.success(), "expected failure for {args:?}");
+    let s = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        s.trim_end().lines().count(),
+        1,
+        "one-line error expected: {s}"
+    );
+    assert!(!s.contains("panicked"), "{s}");
+    s
+}
+
+#[test]
+fn bad_input_gives_one_line_errors() {
+    let d = tmp();
+    let out = d.path().join("x.hsp");
+    let o = out.to_str().expect("utf-8 path");
+    assert!(stderr_of(&["record", "-o", o, "999999999"]).contains("no process with pid 999999999"));
+    assert!(
+        stderr_of(&["record", "-o", o, "--", "no-such-command-xyz"])
+            .contains("no-such-command-xyz")
+    );
+    let precious: PathBuf = d.path().join("notes.txt");
+    std::fs::write(&precious, "keep me").expect("write");
+    let e = stderr_of(&[
+        "record",
+        "-d",
+        "1",
+        "-o",
+        precious.to_str().expect("utf-8"),
+        "--",
+        "true",
+    ]);
+    assert!(e.contains("not a hotspot capture"), "{e}");
+    assert_eq!(std::fs::read_to_string(&precious).expect("read"), "keep me");
+    assert!(stderr_of(&["info", "/nonexistent.hsp"]).contains("/nonexistent.hsp"));
+    assert!(
+        stderr_of(&["info", precious.to_str().expect("utf-8")]).contains("not a hotspot capture")
+    );
+}
