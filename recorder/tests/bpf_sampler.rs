@@ -484,3 +484,33 @@ fn lost_samples_are_counted() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn failed_start_names_the_cpu_and_leaves_nothing_attached() -> Result<()> {
+    let _serial = serial();
+    let mut sampler = BpfSampler::load(&SamplerOptions {
+        freq_hz: 50_000_000,
+        ..opts()
+    })
+    .map_err(|e| anyhow::anyhow!("BPF is unavailable, cannot run the BPF tests: {e}"))?;
+    let Err(error) = sampler.start() else {
+        bail!("50 MHz sampling was accepted");
+    };
+    let message = error.to_string();
+    ensure!(
+        message.starts_with("cannot attach the sampling program to CPU "),
+        "unexpected error: {message}"
+    );
+    ensure!(
+        message.contains("perf_event_max_sample_rate"),
+        "no hint in: {message}"
+    );
+
+    // The tracepoints attached before the CPU loop failed must be gone again.
+    let mut child = busy(&["spin", "0.2"])?;
+    sampler.add_target(child.id())?;
+    let events = collect(&mut sampler, Duration::from_millis(600))?;
+    child.wait()?;
+    ensure!(events.is_empty(), "events after a failed start: {events:?}");
+    Ok(())
+}

@@ -5,7 +5,10 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use aya::maps::{HashMap, MapData, MapError, PerCpuArray, RingBuf};
-use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
+use aya::programs::perf_event::{
+    PerfEventConfig, PerfEventLinkId, PerfEventScope, SamplePolicy, SoftwareEvent,
+};
+use aya::programs::tp_btf::BtfTracePointLinkId;
 use aya::programs::{BtfTracePoint, PerfEvent, ProgramError};
 use aya::{Btf, Ebpf, EbpfError, EbpfLoader};
 
@@ -151,53 +154,69 @@ impl BpfSampler {
     }
 
     /// Attaches the perf_event program on every online CPU and the tracepoints.
+    ///
+    /// All or nothing: on failure whatever was attached is detached again, so a
+    /// failed `start` leaves nothing running and a retry cannot double events.
     pub fn start(&mut self) -> Result<(), BpfError> {
         if self.started {
             return Err(BpfError::AlreadyStarted);
         }
+        let mut tracepoint_links = Vec::new();
+        let mut cpu_links = Vec::new();
+        let result = self.attach_all(&mut tracepoint_links, &mut cpu_links);
+        if result.is_err() {
+            // Best effort: a link that cannot be detached goes when `self` is dropped.
+            for (program, link) in tracepoint_links {
+                if let Ok(prog) = tracepoint_program(&mut self.ebpf, program) {
+                    let _ = prog.detach(link);
+                }
+            }
+            if let Ok(prog) = perf_program(&mut self.ebpf) {
+                for link in cpu_links {
+                    let _ = prog.detach(link);
+                }
+            }
+        }
+        result?;
+        self.started = true;
+        Ok(())
+    }
+
+    fn attach_all(
+        &mut self,
+        tracepoint_links: &mut Vec<(&'static str, BtfTracePointLinkId)>,
+        cpu_links: &mut Vec<PerfEventLinkId>,
+    ) -> Result<(), BpfError> {
         // Tracepoints first: a fork or exit during the CPU loop below must not be missed.
         for (program, tracepoint) in TASK_PROGRAMS {
-            let prog: &mut BtfTracePoint = self
-                .ebpf
-                .program_mut(program)
-                .ok_or_else(|| missing_program(program))?
-                .try_into()
-                .map_err(|e| BpfError::ProgramLoad {
+            let link = tracepoint_program(&mut self.ebpf, program)?
+                .attach()
+                .map_err(|e| BpfError::AttachTracepoint {
                     program,
+                    tracepoint,
                     reason: chain(&e),
                 })?;
-            prog.attach().map_err(|e| BpfError::AttachTracepoint {
-                program,
-                tracepoint,
-                reason: chain(&e),
-            })?;
+            tracepoint_links.push((program, link));
         }
 
         let cpus = aya::util::online_cpus()
             .map_err(|(path, source)| BpfError::OnlineCpus { path, source })?;
         let freq_hz = self.freq_hz;
-        let prog: &mut PerfEvent = self
-            .ebpf
-            .program_mut(SAMPLE_PROGRAM)
-            .ok_or_else(|| missing_program(SAMPLE_PROGRAM))?
-            .try_into()
-            .map_err(|e| BpfError::ProgramLoad {
-                program: SAMPLE_PROGRAM,
-                reason: chain(&e),
-            })?;
+        let prog = perf_program(&mut self.ebpf)?;
         for cpu in cpus {
-            prog.attach(
-                PerfEventConfig::Software(SoftwareEvent::CpuClock),
-                PerfEventScope::AllProcessesOneCpu { cpu },
-                SamplePolicy::Frequency(freq_hz),
-                false,
-            )
-            .map_err(|e| BpfError::AttachCpu {
-                cpu,
-                reason: attach_reason(&e, freq_hz),
-            })?;
+            let link = prog
+                .attach(
+                    PerfEventConfig::Software(SoftwareEvent::CpuClock),
+                    PerfEventScope::AllProcessesOneCpu { cpu },
+                    SamplePolicy::Frequency(freq_hz),
+                    false,
+                )
+                .map_err(|e| BpfError::AttachCpu {
+                    cpu,
+                    reason: attach_reason(&e, freq_hz),
+                })?;
+            cpu_links.push(link);
         }
-        self.started = true;
         Ok(())
     }
 
@@ -386,16 +405,32 @@ fn program_error(
     }
 }
 
-fn load_perf_program(ebpf: &mut Ebpf) -> Result<(), BpfError> {
-    let prog: &mut PerfEvent = ebpf
-        .program_mut(SAMPLE_PROGRAM)
+fn perf_program(ebpf: &mut Ebpf) -> Result<&mut PerfEvent, BpfError> {
+    ebpf.program_mut(SAMPLE_PROGRAM)
         .ok_or_else(|| missing_program(SAMPLE_PROGRAM))?
         .try_into()
         .map_err(|e| BpfError::ProgramLoad {
             program: SAMPLE_PROGRAM,
             reason: chain(&e),
-        })?;
-    prog.load()
+        })
+}
+
+fn tracepoint_program<'a>(
+    ebpf: &'a mut Ebpf,
+    program: &'static str,
+) -> Result<&'a mut BtfTracePoint, BpfError> {
+    ebpf.program_mut(program)
+        .ok_or_else(|| missing_program(program))?
+        .try_into()
+        .map_err(|e| BpfError::ProgramLoad {
+            program,
+            reason: chain(&e),
+        })
+}
+
+fn load_perf_program(ebpf: &mut Ebpf) -> Result<(), BpfError> {
+    perf_program(ebpf)?
+        .load()
         .map_err(|e| program_error(SAMPLE_PROGRAM, e, "perf_event BPF programs", "4.9"))
 }
 
@@ -405,15 +440,8 @@ fn load_tracepoint_program(
     program: &'static str,
     tracepoint: &str,
 ) -> Result<(), BpfError> {
-    let prog: &mut BtfTracePoint = ebpf
-        .program_mut(program)
-        .ok_or_else(|| missing_program(program))?
-        .try_into()
-        .map_err(|e| BpfError::ProgramLoad {
-            program,
-            reason: chain(&e),
-        })?;
-    prog.load(tracepoint, btf)
+    tracepoint_program(ebpf, program)?
+        .load(tracepoint, btf)
         .map_err(|e| program_error(program, e, "BTF tracepoint programs (tp_btf)", "5.5"))
 }
 
