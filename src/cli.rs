@@ -22,6 +22,8 @@ pub enum Command {
     Record(RecordArgs),
     /// Print a capture's session header, counts and whether it ended cleanly.
     Info(InfoArgs),
+    /// Print a capture's profile: the flat top functions as text, or folded stacks.
+    Report(ReportArgs),
     /// Record the built-in demo workload for a few seconds and print what was captured.
     Demo(DemoArgs),
     /// Run the built-in demo workload (what `demo` records).
@@ -63,6 +65,30 @@ pub struct InfoArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Folded,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The capture file.
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+    /// Rows of the text report.
+    #[arg(long, default_value_t = 30)]
+    pub top: usize,
+    /// Leave kernel frames out.
+    #[arg(long)]
+    pub no_kernel: bool,
+    /// Only these thread ids (repeatable).
+    #[arg(long)]
+    pub tid: Vec<u32>,
 }
 
 #[derive(Debug, Args)]

@@ -12,6 +12,7 @@ fn main() {
     let result = match cli.command {
         cli::Command::Record(args) => record::run(args),
         cli::Command::Info(args) => info(args),
+        cli::Command::Report(args) => report(args),
         cli::Command::Demo(args) => record::demo(args),
         cli::Command::DemoWorkload { seconds } => {
             demo::run(std::time::Duration::from_secs_f64(seconds));
@@ -42,6 +43,21 @@ fn info(args: cli::InfoArgs) -> anyhow::Result<()> {
         hotspot_replay::info::json(&capture)
     } else {
         hotspot_replay::info::text(&capture)
+    };
+    print!("{out}");
+    Ok(())
+}
+
+fn report(args: cli::ReportArgs) -> anyhow::Result<()> {
+    let capture = hotspot_replay::Capture::open(&args.file)?;
+    let filter = hotspot_replay::profile::Filter {
+        no_kernel: args.no_kernel,
+        tids: (!args.tid.is_empty()).then(|| args.tid.iter().copied().collect()),
+        ..Default::default()
+    };
+    let out = match args.format {
+        cli::ReportFormat::Text => hotspot_replay::report::text(&capture, &filter, args.top),
+        cli::ReportFormat::Folded => hotspot_replay::report::folded(&capture, &filter),
     };
     print!("{out}");
     Ok(())

@@ -98,7 +98,11 @@ pub fn run<S: EventSource, W: Write>(
     let mut frames = Vec::new();
     let mut lost_seen: Vec<u64> = Vec::new();
     let mut lost_total = 0u64;
-    let mut last_flush = Instant::now();
+    // The first block goes out early, so a capture is readable (and tailable) at once.
+    let first = cfg.flush_every.min(Duration::from_millis(250));
+    let mut last_flush = Instant::now()
+        .checked_sub(cfg.flush_every - first)
+        .unwrap_or_else(Instant::now);
     let mut samples = 0u64;
 
     let reason = loop {
@@ -112,6 +116,9 @@ pub fn run<S: EventSource, W: Write>(
         let wait = until_flush.min(Duration::from_millis(100));
         source.poll(wait, &mut events)?;
         samples += handle(&mut events, &mut norm, &mut writer, &mut live, &mut frames)?;
+        // Names travel continuously rather than once per flush, so a block usually
+        // carries the names of its own new frames: a killed recorder keeps them.
+        exchange_symbols(&mut norm, &worker, &mut writer)?;
         if last_flush.elapsed() >= cfg.flush_every {
             last_flush = Instant::now();
             lost_total += flush(source, &mut norm, &worker, &mut writer, &mut lost_seen)?;
@@ -224,13 +231,7 @@ fn flush<S: EventSource, W: Write>(
     writer: &mut Writer<W>,
     lost_seen: &mut Vec<u64>,
 ) -> Result<u64, RecordError> {
-    let reqs = norm.take_symbol_requests();
-    let batch = reqs
-        .into_iter()
-        .filter_map(|r| norm.modules.get(r.module).cloned().map(|m| (r, m)))
-        .collect();
-    worker.submit(batch);
-    push_symbols(worker.ready(), writer)?;
+    exchange_symbols(norm, worker, writer)?;
     let lost = source.lost_per_cpu()?;
     let now = crate::session::monotonic_ns();
     let mut delta_total = 0;
@@ -249,6 +250,21 @@ fn flush<S: EventSource, W: Write>(
     }
     writer.flush_block()?;
     Ok(delta_total)
+}
+
+/// Sends new frames to the symboliser and writes the names that are ready.
+fn exchange_symbols<W: Write>(
+    norm: &mut Normalizer,
+    worker: &SymbolWorker,
+    writer: &mut Writer<W>,
+) -> Result<(), RecordError> {
+    let batch: Vec<_> = norm
+        .take_symbol_requests()
+        .into_iter()
+        .filter_map(|r| norm.modules.get(r.module).cloned().map(|m| (r, m)))
+        .collect();
+    worker.submit(batch);
+    push_symbols(worker.ready(), writer)
 }
 
 fn push_symbols<W: Write>(

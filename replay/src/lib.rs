@@ -2,9 +2,11 @@
 
 pub mod capture;
 pub mod error;
+pub mod flat;
 pub mod info;
 pub mod names;
 pub mod profile;
+pub mod report;
 pub mod sanitize;
 
 pub use capture::Capture;

@@ -1,0 +1,87 @@
+//! The flat profile: one row per function with self and total (inclusive) samples.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::profile::Folded;
+
+/// Identity of a function across frames: name and the module it lives in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FunctionKey {
+    pub function: String,
+    pub module: String,
+    pub kernel: bool,
+}
+
+/// One row of the flat profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlatRow {
+    pub key: FunctionKey,
+    pub self_samples: u64,
+    pub total_samples: u64,
+    /// The source line with the most self samples (else total), if known.
+    pub hottest: Option<(String, u32)>,
+}
+
+/// Rows sorted by self samples, then total, then name (deterministic).
+pub fn flat(folded: &Folded) -> Vec<FlatRow> {
+    let mut rows: HashMap<FunctionKey, FlatRow> = HashMap::new();
+    let mut lines: HashMap<FunctionKey, BTreeMap<(String, u32), (u64, u64)>> = HashMap::new();
+    for (stack, &n) in &folded.stacks {
+        let mut seen: HashSet<&FunctionKey> = HashSet::new();
+        let keys: Vec<FunctionKey> = stack
+            .iter()
+            .map(|f| FunctionKey {
+                function: f.function.clone(),
+                module: f.module.clone(),
+                kernel: f.kernel,
+            })
+            .collect();
+        for (i, (k, f)) in keys.iter().zip(stack).enumerate() {
+            let leaf = i + 1 == stack.len();
+            let row = rows.entry(k.clone()).or_insert_with(|| FlatRow {
+                key: k.clone(),
+                self_samples: 0,
+                total_samples: 0,
+                hottest: None,
+            });
+            // Recursion must not count a sample twice in the total.
+            if seen.insert(k) {
+                row.total_samples += n;
+            }
+            if leaf {
+                row.self_samples += n;
+            }
+            if let Some(file) = &f.file {
+                let e = lines
+                    .entry(k.clone())
+                    .or_default()
+                    .entry((file.clone(), f.line))
+                    .or_default();
+                if leaf {
+                    e.0 += n;
+                }
+                e.1 += n;
+            }
+        }
+    }
+    let mut out: Vec<FlatRow> = rows
+        .into_values()
+        .map(|mut r| {
+            r.hottest = lines
+                .get(&r.key)
+                .and_then(|m| {
+                    m.iter()
+                        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+                })
+                .map(|(k, _)| k.clone());
+            r
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.self_samples
+            .cmp(&a.self_samples)
+            .then(b.total_samples.cmp(&a.total_samples))
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    out
+}
