@@ -8,6 +8,7 @@ pub mod names;
 pub mod profile;
 pub mod report;
 pub mod sanitize;
+pub mod tree;
 
 pub use capture::Capture;
 pub use error::ReplayError;
