@@ -1,0 +1,251 @@
+//! The columnar body of a `Samples` record: per-batch tid and cpu tables, then one byte
+//! column per field, laid out so that zstd finds the regularity of timer-driven sampling
+//! (see `SPEC.md`, "Sample batches").
+
+use std::collections::HashMap;
+
+use crate::error::RecordError;
+use crate::limits::MAX_BATCH_SAMPLES;
+use crate::records::Sample;
+use crate::varint::{self, BadVarint};
+
+/// Per-CPU predictor state; both sides run the same one.
+#[derive(Clone, Copy)]
+struct CpuState {
+    last_time: u64,
+    last_delta: i64,
+    /// `NO_TID` until the CPU's first sample in the batch.
+    last_tid: u64,
+}
+
+const NO_TID: u64 = u64::MAX;
+
+impl CpuState {
+    fn new(base: u64) -> Self {
+        CpuState {
+            last_time: base,
+            last_delta: 0,
+            last_tid: NO_TID,
+        }
+    }
+}
+
+/// Maps values to dense indices in order of first appearance.
+struct Table {
+    values: Vec<u32>,
+    index: HashMap<u32, u32>,
+    last: Option<(u32, u32)>,
+}
+
+impl Table {
+    fn new() -> Self {
+        Table {
+            values: Vec::new(),
+            index: HashMap::new(),
+            last: None,
+        }
+    }
+
+    fn index_of(&mut self, v: u32) -> u32 {
+        // Consecutive samples mostly repeat a value, so a one-entry cache skips the hash.
+        if let Some((lv, li)) = self.last
+            && lv == v
+        {
+            return li;
+        }
+        let next = self.values.len() as u32;
+        let i = *self.index.entry(v).or_insert(next);
+        if i == next {
+            self.values.push(v);
+        }
+        self.last = Some((v, i));
+        i
+    }
+}
+
+fn put_table(out: &mut Vec<u8>, values: &[u32]) {
+    varint::put_u64(out, values.len() as u64);
+    for &v in values {
+        varint::put_u32(out, v);
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    varint::put_u64(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+/// Batches smaller than this are compressed as one zstd block: for them a Huffman table per
+/// column costs more than mixing the columns' byte statistics.
+const SPLIT_MIN_SAMPLES: usize = 4096;
+
+/// Appends the body of a `Samples` record holding `samples` (at most
+/// [`MAX_BATCH_SAMPLES`](crate::limits::MAX_BATCH_SAMPLES); the writer splits larger ones).
+///
+/// Returns the offsets in `out` where a column plane starts, for the writer to end a zstd
+/// block at each so that every plane gets its own entropy table (empty for small batches).
+pub fn encode_batch(samples: &[Sample], out: &mut Vec<u8>) -> Vec<usize> {
+    let base = samples.first().map_or(0, |s| s.time_ns);
+    let mut cpus = Table::new();
+    let mut tids = Table::new();
+    let mut state: Vec<CpuState> = Vec::new();
+    let n = samples.len();
+    let mut time_lo = Vec::with_capacity(n);
+    let mut time_hi = Vec::with_capacity(n);
+    let mut tid_col = Vec::with_capacity(n);
+    let mut cpu_col = Vec::with_capacity(n);
+    let mut stack_lo = Vec::with_capacity(n);
+    let mut stack_hi = Vec::with_capacity(n);
+    for s in samples {
+        let ci = cpus.index_of(s.cpu);
+        varint::put_u32(&mut cpu_col, ci);
+        if ci as usize == state.len() {
+            state.push(CpuState::new(base));
+        }
+        let st = &mut state[ci as usize];
+        if st.last_tid == u64::from(s.tid) {
+            tid_col.push(0);
+        } else {
+            varint::put_u32(&mut tid_col, tids.index_of(s.tid) + 1);
+            st.last_tid = u64::from(s.tid);
+        }
+        let delta = s.time_ns.wrapping_sub(st.last_time) as i64;
+        let z = varint::zigzag(delta.wrapping_sub(st.last_delta));
+        time_lo.push(z as u8);
+        varint::put_u64(&mut time_hi, z >> 8);
+        st.last_time = s.time_ns;
+        st.last_delta = delta;
+        stack_lo.push(s.stack as u8);
+        varint::put_u32(&mut stack_hi, s.stack >> 8);
+    }
+    varint::put_u64(out, n as u64);
+    varint::put_u64(out, base);
+    put_table(out, &tids.values);
+    put_table(out, &cpus.values);
+    let mut splits = Vec::new();
+    varint::put_u64(out, (time_lo.len() + time_hi.len()) as u64);
+    splits.push(out.len());
+    out.extend_from_slice(&time_lo);
+    splits.push(out.len());
+    out.extend_from_slice(&time_hi);
+    splits.push(out.len());
+    put_bytes(out, &tid_col);
+    put_bytes(out, &cpu_col);
+    varint::put_u64(out, (stack_lo.len() + stack_hi.len()) as u64);
+    splits.push(out.len());
+    out.extend_from_slice(&stack_lo);
+    splits.push(out.len());
+    out.extend_from_slice(&stack_hi);
+    splits.push(out.len());
+    if n < SPLIT_MIN_SAMPLES {
+        splits.clear();
+    }
+    splits
+}
+
+fn col(_: BadVarint) -> RecordError {
+    RecordError::Columns("bad varint")
+}
+
+fn get_table(body: &[u8], pos: &mut usize, count: u32) -> Result<Vec<u32>, RecordError> {
+    let len = varint::get_u64(body, pos).map_err(col)?;
+    // Each entry takes at least one byte, and a table never holds more values than samples.
+    if len > (body.len() - *pos) as u64 || len > u64::from(count) {
+        return Err(RecordError::Columns(
+            "table longer than its bytes or the batch",
+        ));
+    }
+    let mut values = Vec::with_capacity(len as usize);
+    for _ in 0..len {
+        values.push(varint::get_u32(body, pos).map_err(col)?);
+    }
+    Ok(values)
+}
+
+fn get_bytes<'a>(body: &'a [u8], pos: &mut usize) -> Result<&'a [u8], RecordError> {
+    let len = varint::get_u64(body, pos).map_err(col)?;
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|l| pos.checked_add(l))
+        .filter(|&e| e <= body.len())
+        .ok_or(RecordError::Columns("column runs past the body"))?;
+    let bytes = &body[*pos..end];
+    *pos = end;
+    Ok(bytes)
+}
+
+/// Decodes the body of a `Samples` record. `budget` is how many more samples the enclosing
+/// block may still produce; a batch claiming more is rejected before anything is allocated.
+pub fn decode_batch(body: &[u8], budget: u64) -> Result<Vec<Sample>, RecordError> {
+    let mut pos = 0;
+    let count = varint::get_u32(body, &mut pos).map_err(col)?;
+    if count > MAX_BATCH_SAMPLES || u64::from(count) > budget {
+        return Err(RecordError::Limit {
+            what: "samples in a batch",
+            value: u64::from(count),
+            max: u64::from(MAX_BATCH_SAMPLES).min(budget),
+        });
+    }
+    let base = varint::get_u64(body, &mut pos).map_err(col)?;
+    let tids = get_table(body, &mut pos, count)?;
+    let cpus = get_table(body, &mut pos, count)?;
+    let time_col = get_bytes(body, &mut pos)?;
+    let tid_col = get_bytes(body, &mut pos)?;
+    let cpu_col = get_bytes(body, &mut pos)?;
+    let stack_col = get_bytes(body, &mut pos)?;
+    let n = count as usize;
+    // Every value takes at least one byte per plane, so this bounds the allocation by the
+    // input size.
+    if n.saturating_mul(2) > time_col.len()
+        || n > tid_col.len()
+        || n > cpu_col.len()
+        || n.saturating_mul(2) > stack_col.len()
+    {
+        return Err(RecordError::Columns("column shorter than the sample count"));
+    }
+    let (time_lo, time_hi) = time_col.split_at(n);
+    let (stack_lo, stack_hi) = stack_col.split_at(n);
+    let mut state = vec![CpuState::new(base); cpus.len()];
+    let mut out = Vec::with_capacity(n);
+    let (mut pt, mut pd, mut pc, mut ps) = (0usize, 0usize, 0usize, 0usize);
+    for i in 0..n {
+        let ci = varint::get_u32(cpu_col, &mut pc).map_err(col)? as usize;
+        let (Some(st), Some(&cpu)) = (state.get_mut(ci), cpus.get(ci)) else {
+            return Err(RecordError::Columns("cpu index outside the cpu table"));
+        };
+        let tv = varint::get_u32(tid_col, &mut pd).map_err(col)?;
+        if tv != 0 {
+            let Some(&tid) = tids.get(tv as usize - 1) else {
+                return Err(RecordError::Columns("tid index outside the tid table"));
+            };
+            st.last_tid = u64::from(tid);
+        } else if st.last_tid == NO_TID {
+            return Err(RecordError::Columns(
+                "tid repeat before any tid on this cpu",
+            ));
+        }
+        let hi = varint::get_u64(time_hi, &mut pt).map_err(col)?;
+        if hi >> 56 != 0 {
+            return Err(RecordError::Columns("time high plane value over 56 bits"));
+        }
+        let dod = varint::unzigzag((hi << 8) | u64::from(time_lo[i]));
+        let delta = st.last_delta.wrapping_add(dod);
+        let time_ns = st.last_time.wrapping_add(delta as u64);
+        st.last_delta = delta;
+        st.last_time = time_ns;
+        let shi = varint::get_u32(stack_hi, &mut ps).map_err(col)?;
+        if shi >> 24 != 0 {
+            return Err(RecordError::Columns("stack high plane value over 24 bits"));
+        }
+        out.push(Sample {
+            time_ns,
+            tid: st.last_tid as u32,
+            cpu,
+            stack: (shi << 8) | u32::from(stack_lo[i]),
+        });
+    }
+    if pt != time_hi.len() || pd != tid_col.len() || pc != cpu_col.len() || ps != stack_hi.len() {
+        return Err(RecordError::Columns("column longer than the sample count"));
+    }
+    Ok(out)
+}

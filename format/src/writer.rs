@@ -1,0 +1,325 @@
+//! Writing a capture: buffers records and samples into blocks, repeats definitions so that one
+//! lost block loses only its own samples, and keeps the seek index.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use crate::block;
+use crate::codec;
+use crate::definitions::def_key;
+use crate::error::FormatError;
+use crate::header::FileHeader;
+use crate::limits::{
+    self, MAX_BATCH_SAMPLES, MAX_BLOCK_RECORDS, MAX_RECORD_BODY, MAX_STRING_BYTES,
+};
+use crate::records::{
+    End, Index, IndexEntry, Record, Sample, SampleBatch, SessionHeader, StringId,
+};
+
+/// A block is written once its buffered raw size passes this.
+pub const BLOCK_TARGET_RAW: usize = 1 << 20;
+/// A block is written once it buffers this many samples.
+pub const BLOCK_MAX_SAMPLES: usize = 65_536;
+/// A partial index is written after every this many blocks, and the session header repeated
+/// in every block whose sequence number is a multiple of it.
+pub const INDEX_EVERY: u64 = 64;
+/// The complete index is left out of the final block when its body would be larger (the
+/// partial indexes remain).
+pub const MAX_COMPLETE_INDEX_BODY: usize = 8 << 20;
+/// Rough raw bytes a buffered sample will take, for the auto-flush decision only.
+const SAMPLE_RAW_ESTIMATE: usize = 6;
+/// Records of one block's own: half the block limit, since the next block repeats them.
+const BLOCK_OWN_RECORDS: usize = MAX_BLOCK_RECORDS / 2 - 4;
+
+/// Writes a capture to any `Write`.
+pub struct Writer<W: Write> {
+    out: W,
+    session: SessionHeader,
+    compressor: block::Compressor,
+    /// This block's records, in push order.
+    body: Vec<u8>,
+    body_records: usize,
+    /// The definitions among them, encoded, to repeat at the start of the next block.
+    defs: Vec<u8>,
+    /// The previous block's definitions, repeated at the start of this one.
+    prev_defs: Vec<u8>,
+    samples: Vec<Sample>,
+    strings: HashMap<String, StringId>,
+    next_string: StringId,
+    seq: u64,
+    bytes_written: u64,
+    samples_written: u64,
+    /// Every block written so far.
+    index: Vec<IndexEntry>,
+    /// `index[index_since..]` is not yet covered by a partial index.
+    index_since: usize,
+    /// An error from `intern`, which cannot return one; reported by the next fallible call.
+    deferred: Option<FormatError>,
+    scratch: Vec<u8>,
+    raw: Vec<u8>,
+    payload: Vec<u8>,
+    block: Vec<u8>,
+}
+
+impl<W: Write> std::fmt::Debug for Writer<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("seq", &self.seq)
+            .field("bytes_written", &self.bytes_written)
+            .field("samples_written", &self.samples_written)
+            .field("pending_samples", &self.samples.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: Write> Writer<W> {
+    /// Writes the 16-byte file header now; `session` goes into the first block.
+    pub fn new(mut out: W, session: SessionHeader) -> Result<Self, FormatError> {
+        limits::check_record(&Record::Session(session.clone()))?;
+        let compressor = block::Compressor::new(block::DEFAULT_LEVEL)?;
+        let header = FileHeader::default().to_bytes();
+        out.write_all(&header)?;
+        let mut w = Writer {
+            out,
+            session: session.clone(),
+            compressor,
+            body: Vec::new(),
+            body_records: 0,
+            defs: Vec::new(),
+            prev_defs: Vec::new(),
+            samples: Vec::new(),
+            strings: HashMap::new(),
+            next_string: 0,
+            seq: 0,
+            bytes_written: header.len() as u64,
+            samples_written: 0,
+            index: Vec::new(),
+            index_since: 0,
+            deferred: None,
+            scratch: Vec::new(),
+            raw: Vec::new(),
+            payload: Vec::new(),
+            block: Vec::new(),
+        };
+        w.append(&Record::Session(session))?;
+        Ok(w)
+    }
+
+    /// The id of `text`, emitting a `String` record the first time it is seen. Text longer
+    /// than [`MAX_STRING_BYTES`] is cut at a character boundary.
+    pub fn intern(&mut self, text: &str) -> StringId {
+        if let Some(&id) = self.strings.get(text) {
+            return id;
+        }
+        let id = self.next_string;
+        self.next_string = self.next_string.wrapping_add(1);
+        self.strings.insert(text.to_owned(), id);
+        let record = Record::String {
+            id,
+            text: truncate_str(text, MAX_STRING_BYTES).to_owned(),
+        };
+        if let Err(e) = self.append(&record)
+            && self.deferred.is_none()
+        {
+            self.deferred = Some(e);
+        }
+        id
+    }
+
+    /// Adds any record. Definitions are repeated in the next block; a `Samples` record is
+    /// split into the block batches like [`push_sample`](Self::push_sample).
+    pub fn push(&mut self, record: Record) -> Result<(), FormatError> {
+        self.take_deferred()?;
+        if let Record::Samples(SampleBatch { samples }) = record {
+            return samples.into_iter().try_for_each(|s| self.push_sample(s));
+        }
+        limits::check_record(&record)?;
+        if let Record::String { id, text } = &record {
+            // Keep `intern` from handing out this id again or re-emitting this text.
+            self.next_string = self.next_string.max(id.saturating_add(1));
+            self.strings.entry(text.clone()).or_insert(*id);
+        }
+        self.append(&record)?;
+        self.maybe_flush()
+    }
+
+    /// Buffers one sample into the current block's batch.
+    pub fn push_sample(&mut self, sample: Sample) -> Result<(), FormatError> {
+        self.take_deferred()?;
+        self.samples.push(sample);
+        self.maybe_flush()
+    }
+
+    /// Compresses and writes the current block if it holds anything new, then flushes `out`.
+    pub fn flush_block(&mut self) -> Result<(), FormatError> {
+        self.take_deferred()?;
+        if self.body_records > 0 || !self.samples.is_empty() {
+            self.write_block(false, None)?;
+        }
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// Samples buffered and not yet written.
+    pub fn pending_samples(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// Bytes written to `out` so far, file header included.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written
+    }
+
+    /// Samples written to `out` so far (not counting pending ones).
+    pub fn samples_written(&self) -> u64 {
+        self.samples_written
+    }
+
+    /// Writes the pending block, then a final block with the complete index and the `End`
+    /// record, flushes, and hands back `out`.
+    pub fn finish(
+        mut self,
+        end_wall_ns: u64,
+        end_mono_ns: u64,
+        lost_total: u64,
+    ) -> Result<W, FormatError> {
+        self.flush_block()?;
+        let end = End {
+            samples: self.samples_written,
+            lost: lost_total,
+            blocks: self.seq + 1,
+            end_wall_ns,
+            end_mono_ns,
+        };
+        self.write_block(true, Some(end))?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
+
+    fn take_deferred(&mut self) -> Result<(), FormatError> {
+        match self.deferred.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Encodes `record` into the current block (and its definitions list).
+    fn append(&mut self, record: &Record) -> Result<(), FormatError> {
+        let start = self.body.len();
+        codec::encode_record(record, &mut self.body, &mut self.scratch)?;
+        if self.scratch.len() > MAX_RECORD_BODY {
+            self.body.truncate(start);
+            return Err(FormatError::Limit {
+                what: "record body size",
+                value: self.scratch.len() as u64,
+                max: MAX_RECORD_BODY as u64,
+            });
+        }
+        self.body_records += 1;
+        if def_key(record).is_some() {
+            self.defs.extend_from_slice(&self.body[start..]);
+        }
+        Ok(())
+    }
+
+    fn maybe_flush(&mut self) -> Result<(), FormatError> {
+        let raw_estimate =
+            self.prev_defs.len() + self.body.len() + self.samples.len() * SAMPLE_RAW_ESTIMATE;
+        if self.samples.len() >= BLOCK_MAX_SAMPLES
+            || raw_estimate >= BLOCK_TARGET_RAW
+            || self.body_records >= BLOCK_OWN_RECORDS
+        {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    /// Assembles and writes one block: session (every 64th), the previous block's
+    /// definitions, a pending partial index, this block's records, its samples. The final
+    /// block carries the complete index and `end` instead of a partial index.
+    fn write_block(&mut self, last: bool, end: Option<End>) -> Result<(), FormatError> {
+        debug_assert!(self.samples.len() <= MAX_BATCH_SAMPLES as usize);
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.clear();
+        if self.seq > 0 && self.seq % INDEX_EVERY == 0 {
+            codec::encode_record(
+                &Record::Session(self.session.clone()),
+                &mut raw,
+                &mut self.scratch,
+            )?;
+        }
+        raw.extend_from_slice(&self.prev_defs);
+        if last {
+            let index = Record::Index(Index {
+                complete: true,
+                entries: self.index.clone(),
+            });
+            let before = raw.len();
+            codec::encode_record(&index, &mut raw, &mut self.scratch)?;
+            if self.scratch.len() > MAX_COMPLETE_INDEX_BODY {
+                raw.truncate(before);
+            }
+        } else if self.index.len() - self.index_since >= INDEX_EVERY as usize {
+            let index = Record::Index(Index {
+                complete: false,
+                entries: self.index[self.index_since..].to_vec(),
+            });
+            codec::encode_record(&index, &mut raw, &mut self.scratch)?;
+            self.index_since = self.index.len();
+        }
+        raw.extend_from_slice(&self.body);
+        let mut splits = Vec::new();
+        let mut entry = IndexEntry {
+            offset: self.bytes_written,
+            seq: self.seq,
+            ..IndexEntry::default()
+        };
+        if !self.samples.is_empty() {
+            entry.first_ns = self.samples.iter().map(|s| s.time_ns).min().unwrap_or(0);
+            entry.last_ns = self.samples.iter().map(|s| s.time_ns).max().unwrap_or(0);
+            entry.samples = self.samples.len() as u32;
+            splits = codec::encode_samples(&self.samples, &mut raw, &mut self.scratch);
+        }
+        if let Some(end) = end {
+            codec::encode_record(&Record::End(end), &mut raw, &mut self.scratch)?;
+        }
+        self.block.clear();
+        let encoded = block::encode_block(
+            &mut self.compressor,
+            self.seq,
+            &raw,
+            &splits,
+            &mut self.payload,
+            &mut self.block,
+        );
+        self.raw = raw;
+        encoded?;
+        self.out.write_all(&self.block)?;
+
+        self.bytes_written += self.block.len() as u64;
+        self.samples_written += self.samples.len() as u64;
+        self.index.push(entry);
+        self.seq += 1;
+        self.samples.clear();
+        std::mem::swap(&mut self.prev_defs, &mut self.defs);
+        self.defs.clear();
+        self.body.clear();
+        self.body_records = 0;
+        Ok(())
+    }
+}
+
+fn truncate_str(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}

@@ -1,0 +1,51 @@
+//! Goal check of the sample encoding: bytes per sample at steady state on the synthetic stream.
+
+mod common;
+
+use common::synthetic::{self, Config};
+use hotspot_format::Writer;
+
+/// Bytes a sample costs once every definition is written: what blocks of pure samples add to
+/// the file, framing included.
+fn steady_state_bytes_per_sample(cfg: &Config) -> (f64, usize) {
+    let warmup = Config {
+        seconds: 10.0,
+        ..cfg.clone()
+    };
+    let mut measured = cfg.clone();
+    measured.start_mono_ns += 10_000_000_000;
+    let mut w = Writer::new(Vec::new(), synthetic::session(cfg)).unwrap();
+    let defs = synthetic::definitions(cfg, &mut |s| w.intern(s));
+    for d in defs {
+        w.push(d).unwrap();
+    }
+    w.flush_block().unwrap();
+    // The block after the definitions repeats them; samples from then on are steady state.
+    for s in synthetic::samples(&warmup) {
+        w.push_sample(s).unwrap();
+    }
+    w.flush_block().unwrap();
+    let before = w.bytes_written();
+    let samples = synthetic::samples(&measured);
+    for &s in &samples {
+        w.push_sample(s).unwrap();
+    }
+    w.flush_block().unwrap();
+    let bytes = w.bytes_written() - before;
+    (bytes as f64 / samples.len() as f64, samples.len())
+}
+
+#[test]
+fn steady_state_cost_per_sample() {
+    for jitter in [2000.0, 100.0, 50.0, 30.0, 20.0, 10.0] {
+        let cfg = Config {
+            jitter_ns: jitter,
+            ..Config::default()
+        };
+        let (bps, n) = steady_state_bytes_per_sample(&cfg);
+        let bound = synthetic::entropy_bits_per_sample(&cfg) / 8.0;
+        println!(
+            "jitter σ={jitter} ns: {bps:.3} bytes/sample over {n} samples (model entropy {bound:.3})"
+        );
+    }
+}
