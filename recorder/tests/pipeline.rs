@@ -1,0 +1,291 @@
+//! The recording pipeline without root: a scripted event source stands in for BPF, so
+//! normalisation, symbol embedding, lost counts and the stop rules are tested anywhere.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use hotspot_format::{FrameAddr, ModuleKind, Record, read_all};
+use hotspot_recorder::bpf::{BpfError, EventSource, RawEvent, RawSample};
+use hotspot_recorder::{RecordConfig, StopReason};
+
+/// Replays a script of event batches, one batch per poll.
+struct FakeSource {
+    script: VecDeque<Vec<RawEvent>>,
+    lost: Vec<u64>,
+}
+
+impl EventSource for FakeSource {
+    fn add_target(&mut self, _: u32) -> Result<(), BpfError> {
+        Ok(())
+    }
+    fn remove_target(&mut self, _: u32) -> Result<(), BpfError> {
+        Ok(())
+    }
+    fn poll(&mut self, timeout: Duration, out: &mut Vec<RawEvent>) -> Result<(), BpfError> {
+        match self.script.pop_front() {
+            Some(batch) => out.extend(batch),
+            None => std::thread::sleep(timeout.min(Duration::from_millis(10))),
+        }
+        Ok(())
+    }
+    fn lost_per_cpu(&mut self) -> Result<Vec<u64>, BpfError> {
+        Ok(self.lost.clone())
+    }
+}
+
+#[inline(never)]
+fn marker_leaf(x: u64) -> u64 {
+    std::hint::black_box(x.wrapping_mul(31))
+}
+
+#[inline(never)]
+fn marker_caller(x: u64) -> u64 {
+    marker_leaf(x) + 1
+}
+
+const KALLSYMS: &str =
+    "ffffffff81000000 T _stext\nffffffff81000100 t do_thing\nffffffff81000300 T vfs_write\n";
+
+fn comm(name: &str) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[..name.len()].copy_from_slice(name.as_bytes());
+    c
+}
+
+/// A /proc stand-in: our own process under its real pid, plus a made-up kallsyms.
+fn fake_proc(dir: &Path) {
+    let me = std::process::id();
+    std::os::unix::fs::symlink(format!("/proc/{me}"), dir.join(me.to_string()))
+        .expect("symlink pid");
+    std::os::unix::fs::symlink("/proc/self", dir.join("self")).expect("symlink self");
+    std::fs::write(dir.join("kallsyms"), KALLSYMS).expect("kallsyms");
+}
+
+#[test]
+fn samples_become_named_machine_independent_frames() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fake_proc(dir.path());
+    let me = std::process::id();
+    std::hint::black_box(marker_caller(3));
+    let leaf = marker_leaf as *const () as u64;
+    // A return address points just after the call; any address inside the caller works.
+    let caller = marker_caller as *const () as u64 + 4;
+    let sample = |t: u64, name: &str, kernel: Vec<u64>| {
+        RawEvent::Sample(RawSample {
+            time_ns: t,
+            pid: me,
+            tid: me,
+            cpu: 1,
+            comm: comm(name),
+            user: vec![leaf, caller],
+            kernel,
+        })
+    };
+    let script = VecDeque::from(vec![
+        vec![sample(
+            1_000,
+            "worker",
+            vec![0xffffffff81000110, 0xffffffff81000305],
+        )],
+        vec![
+            sample(2_000, "worker", vec![]),
+            sample(3_000, "renamed", vec![]),
+        ],
+        vec![RawEvent::Exit {
+            time_ns: 4_000,
+            pid: me,
+        }],
+    ]);
+    let mut source = FakeSource {
+        script,
+        lost: vec![0, 3],
+    };
+    let writer = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
+    let cfg = RecordConfig {
+        targets: vec![me],
+        flush_every: Duration::from_millis(20),
+        proc_root: dir.path().to_path_buf(),
+        sys_root: dir.path().join("sys"),
+        ..RecordConfig::default()
+    };
+    let stop = AtomicBool::new(false);
+    let (summary, bytes) =
+        hotspot_recorder::run(&mut source, writer, &cfg, &stop, &mut |_| {}).expect("records");
+    assert_eq!(summary.reason, StopReason::TargetsExited);
+    assert_eq!(summary.progress.samples, 3);
+    assert_eq!(summary.progress.lost, 3);
+
+    let (records, diag) = read_all(&bytes).expect("reads back");
+    assert!(
+        diag.truncated.is_none() && diag.corrupt_count == 0,
+        "{diag:?}"
+    );
+    let strings: std::collections::HashMap<u32, String> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::String { id, text } => Some((*id, text.clone())),
+            _ => None,
+        })
+        .collect();
+    let modules: Vec<_> = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Module(m) = r {
+                Some(m.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
+    let exe = std::env::current_exe().expect("exe");
+    let user_module = modules
+        .iter()
+        .find(|m| m.kind == ModuleKind::Elf)
+        .expect("user module");
+    assert_eq!(
+        Path::new(&user_module.path),
+        exe.as_path(),
+        "module is the test binary"
+    );
+    assert!(
+        modules.iter().any(|m| m.kind == ModuleKind::Kernel),
+        "kernel module"
+    );
+
+    let frames: Vec<_> = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Frame(f) = r {
+                Some(f.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
+    let kernel_names: Vec<(String, u64)> = frames
+        .iter()
+        .filter_map(|f| match f.addr {
+            FrameAddr::KernelSymbol { symbol, offset } => Some((strings[&symbol].clone(), offset)),
+            FrameAddr::FileOffset(_) => None,
+        })
+        .collect();
+    assert!(
+        kernel_names.contains(&("do_thing".to_string(), 0x10)),
+        "{kernel_names:?}"
+    );
+    assert!(
+        kernel_names.contains(&("vfs_write".to_string(), 0x5)),
+        "{kernel_names:?}"
+    );
+    for f in &frames {
+        if let FrameAddr::FileOffset(off) = f.addr {
+            assert!(
+                off < 0xffff_8000_0000_0000,
+                "a user frame holds a kernel-range value"
+            );
+            assert!(
+                off < std::fs::metadata(&exe).expect("meta").len(),
+                "file offset inside the file"
+            );
+        }
+    }
+    let symbol_names: Vec<&str> = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Symbol(s) = r {
+                Some(strings[&s.function].as_str())
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(
+        symbol_names.iter().any(|n| n.ends_with("marker_leaf")),
+        "{symbol_names:?}"
+    );
+    assert!(
+        symbol_names.iter().any(|n| n.ends_with("marker_caller")),
+        "{symbol_names:?}"
+    );
+
+    let threads: Vec<String> = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Thread(t) = r {
+                Some(t.name.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(
+        threads.contains(&"worker".to_string()) && threads.contains(&"renamed".to_string()),
+        "{threads:?}"
+    );
+    let lost: u64 = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Lost(l) = r {
+                Some(l.count)
+            } else {
+                None
+            }
+        })
+        .sum();
+    assert_eq!(lost, 3);
+    let samples: Vec<_> = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Samples(b) = r {
+                Some(b.samples.clone())
+            } else {
+                None
+            }
+        })
+        .flatten()
+        .collect();
+    assert_eq!(
+        samples.iter().map(|s| s.time_ns).collect::<Vec<_>>(),
+        vec![1_000, 2_000, 3_000]
+    );
+    assert_eq!(samples[1].stack, samples[2].stack, "same stack, same id");
+    assert_ne!(samples[0].stack, samples[1].stack);
+    assert!(
+        records
+            .iter()
+            .any(|r| matches!(r, Record::End(e) if e.samples == 3 && e.lost == 3))
+    );
+}
+
+#[test]
+fn stop_flag_and_duration_end_the_recording() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fake_proc(dir.path());
+    let cfg = RecordConfig {
+        targets: vec![std::process::id()],
+        duration: Some(Duration::from_millis(150)),
+        proc_root: dir.path().to_path_buf(),
+        sys_root: dir.path().join("sys"),
+        ..RecordConfig::default()
+    };
+    let mut source = FakeSource {
+        script: VecDeque::new(),
+        lost: vec![],
+    };
+    let w = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
+    let (s, _) = hotspot_recorder::run(&mut source, w, &cfg, &AtomicBool::new(false), &mut |_| {})
+        .expect("runs");
+    assert_eq!(s.reason, StopReason::Duration);
+    let w = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
+    let (s, bytes) =
+        hotspot_recorder::run(&mut source, w, &cfg, &AtomicBool::new(true), &mut |_| {})
+            .expect("runs");
+    assert_eq!(s.reason, StopReason::Interrupted);
+    let (records, _) = read_all(&bytes).expect("reads");
+    assert!(
+        records.iter().any(|r| matches!(r, Record::End(_))),
+        "finished with an end marker"
+    );
+}
