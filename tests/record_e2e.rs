@@ -369,3 +369,127 @@ fn bad_input_gives_one_line_errors() {
         stderr_of(&["info", precious.to_str().expect("utf-8")]).contains("not a hotspot capture")
     );
 }
+
+#[test]
+fn sigterm_finishes_the_capture_cleanly() {
+    let d = tmp();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = d.path().join("term.hsp");
+    let busy = fixture("busy");
+    let rec = hotspot()
+        .arg("record")
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&busy)
+        .arg("8")
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGTERM) };
+    let res = rec.wait_with_output().expect("wait");
+    let _ = Command::new("pkill").args(["-f", &busy]).status();
+    assert!(res.status.success(), "recorder exit status {}", res.status);
+    let c = Capture::open(&out).expect("opens");
+    assert!(c.end.is_some(), "end marker written after SIGTERM");
+    assert!(c.truncated.is_none());
+    assert!(c.samples.len() > 100, "{} samples", c.samples.len());
+}
+
+#[test]
+fn all_processes_mode_sees_other_processes() {
+    let d = tmp();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut child = Command::new(fixture("busy"))
+        .arg("3")
+        .spawn()
+        .expect("spawn busy");
+    let out = d.path().join("all.hsp");
+    let res = hotspot()
+        .args(["record", "-a", "-d", "1", "-o"])
+        .arg(&out)
+        .output()
+        .expect("run");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let c = Capture::open(&out).expect("opens");
+    assert!(
+        c.processes.contains_key(&child.id()),
+        "busy (pid {}) missing from -a capture",
+        child.id()
+    );
+    assert!(c.session.as_ref().is_some_and(|s| s.all_processes));
+    let recorder_pid = c.processes.values().filter(|p| p.name == "hotspot").count();
+    assert_eq!(recorder_pid, 0, "the recorder never records itself");
+}
+
+#[test]
+fn disk_full_stops_with_a_clear_error_and_keeps_complete_blocks() {
+    let d = tmp();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mnt = d.path().join("small");
+    std::fs::create_dir(&mnt).expect("mkdir");
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=48k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .expect("mount");
+    assert!(st.success(), "mounting a small tmpfs needs root");
+    let out = mnt.join("full.hsp");
+    // Deep stacks at a high rate fill 48 KiB within seconds.
+    let res = hotspot()
+        .args(["record", "-F", "4999", "-d", "20", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(fixture("recurse"))
+        .arg("20")
+        .output()
+        .expect("run");
+    let _ = Command::new("pkill")
+        .args(["-f", &fixture("recurse")])
+        .status();
+    let stderr = String::from_utf8_lossy(&res.stderr).into_owned();
+    let c = Capture::open(&out);
+    let _ = Command::new("umount").arg(&mnt).status();
+    assert!(!res.status.success(), "must fail when the disk is full");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let c = c.expect("the partial capture opens");
+    assert!(
+        !c.samples.is_empty(),
+        "complete blocks before the disk filled are readable"
+    );
+}
+
+#[test]
+fn missing_capabilities_are_named() {
+    let d = tmp();
+    let out = d.path().join("caps.hsp");
+    let res = Command::new("setpriv")
+        .args([
+            "--inh-caps=-all",
+            "--ambient-caps=-all",
+            "--bounding-set=-all",
+            "--",
+        ])
+        .arg(env!("CARGO_BIN_EXE_hotspot"))
+        .args(["record", "-d", "1", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg("true")
+        .output()
+        .expect("setpriv");
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(!res.status.success());
+    assert!(
+        stderr.contains("CAP_BPF") && stderr.contains("CAP_PERFMON"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+}
