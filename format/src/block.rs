@@ -300,6 +300,16 @@ impl Unpacker {
             Err(code) => return Err(CorruptReason::Zstd(zstd_safe::get_error_name(code).into())),
         }
         let declared = header.raw_len as usize;
+        // A size the frame itself records must agree, which rejects most lies before the
+        // output buffer is reserved.
+        if let Ok(Some(size)) = zstd_safe::get_frame_content_size(payload)
+            && size != declared as u64
+        {
+            return Err(CorruptReason::RawLength {
+                declared: declared as u64,
+                actual: size,
+            });
+        }
         self.raw.clear();
         // The declared size was checked against MAX_RAW_BYTES; zstd writes into this
         // capacity only and fails rather than grow it, so a bomb cannot allocate more.

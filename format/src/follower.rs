@@ -1,7 +1,7 @@
 //! Tailing a capture that is still being written: returns each block once it has fully
 //! landed, never mistaking the writer's unfinished tail for damage.
 
-use std::io::{ErrorKind, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 
 use crate::block::Unpacker;
 use crate::error::{CorruptReason, FormatError};
@@ -9,11 +9,9 @@ use crate::header::{FileHeader, HEADER_LEN};
 use crate::reader::{Event, Step, step};
 use crate::records::Record;
 
-/// How much is read from the file per `read` call.
-const READ_CHUNK: usize = 256 << 10;
 /// Most new bytes taken in by one `poll`, so that catching up with a large file happens in
 /// bounded steps (a block's payload is at most 16 MiB, so this always makes progress).
-const MAX_POLL_BYTES: usize = 64 << 20;
+const MAX_POLL_BYTES: u64 = 64 << 20;
 
 /// Follows a growing capture through plain reads.
 pub struct Follower<R: Read + Seek> {
@@ -133,25 +131,10 @@ impl<R: Read + Seek> Follower<R> {
     /// Appends newly written bytes to the buffer.
     fn fill(&mut self) -> Result<(), FormatError> {
         self.reader.seek(SeekFrom::Start(self.file_pos))?;
-        let mut taken = 0;
-        while taken < MAX_POLL_BYTES {
-            let start = self.buf.len();
-            self.buf.resize(start + READ_CHUNK, 0);
-            let n = match self.reader.read(&mut self.buf[start..]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => 0,
-                Err(e) => {
-                    self.buf.truncate(start);
-                    return Err(e.into());
-                }
-            };
-            self.buf.truncate(start + n);
-            if n == 0 {
-                break;
-            }
-            taken += n;
-            self.file_pos += n as u64;
-        }
+        let n = (&mut self.reader)
+            .take(MAX_POLL_BYTES)
+            .read_to_end(&mut self.buf)?;
+        self.file_pos += n as u64;
         Ok(())
     }
 }
