@@ -121,8 +121,16 @@ impl Resolver {
                 .1
                 .push(req);
         }
+        // Per-process sources vanish with the process (a JIT's perf map is deleted at
+        // exit, /proc/PID/map_files goes away): resolve those before files on disk,
+        // whose DWARF can take a while to load.
+        let mut work: Vec<(ModuleInfo, Vec<SymbolRequest>)> = by_module.into_values().collect();
+        work.sort_by_key(|(info, _)| {
+            let ephemeral = info.kind == ModuleKind::Jit || info.open_path.as_ref().is_some_and(|p| p.starts_with(&self.proc_root));
+            (!ephemeral, info.id)
+        });
         let mut out = Vec::new();
-        for (_, (info, reqs)) in by_module {
+        for (info, reqs) in work {
             match info.kind {
                 ModuleKind::Elf => {
                     if let Some(path) = &info.open_path {
