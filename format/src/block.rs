@@ -331,3 +331,27 @@ impl Unpacker {
         codec::decode_records(&self.raw)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32c_is_castagnoli() {
+        assert_eq!(crc32c::crc32c(b"123456789"), 0xE306_9283);
+    }
+
+    #[test]
+    fn header_round_trips_and_checks() {
+        let h = BlockHeader {
+            seq: 7,
+            payload_len: 100,
+            raw_len: 300,
+            payload_crc: 0xdead_beef,
+        };
+        let mut b = h.to_bytes();
+        assert_eq!(BlockHeader::parse(&b), Some(h));
+        b[17] ^= 1;
+        assert_eq!(BlockHeader::parse(&b), None);
+    }
+}

@@ -249,3 +249,73 @@ pub fn decode_batch(body: &[u8], budget: u64) -> Result<Vec<Sample>, RecordError
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    /// The body as SPEC.md describes it, decoded by postcard itself.
+    #[derive(Deserialize)]
+    struct Body {
+        count: u32,
+        base_time: u64,
+        tid_table: Vec<u32>,
+        cpu_table: Vec<u32>,
+        time: Vec<u8>,
+        tid: Vec<u8>,
+        cpu: Vec<u8>,
+        stack: Vec<u8>,
+    }
+
+    #[test]
+    fn body_is_the_postcard_struct_of_the_spec() {
+        let samples: Vec<Sample> = (0..5000u64)
+            .map(|i| Sample {
+                time_ns: 1_000_000 + i * 2_004_008 + (i * 7919) % 5000,
+                tid: 10 + (i % 3) as u32,
+                cpu: (i % 2) as u32 * 5,
+                stack: (i * 31 % 700) as u32,
+            })
+            .collect();
+        let mut out = Vec::new();
+        let splits = encode_batch(&samples, &mut out);
+        assert_eq!(splits.len(), 6);
+        let body: Body = postcard::from_bytes(&out).unwrap();
+        assert_eq!(body.count, 5000);
+        assert_eq!(body.base_time, 1_000_000);
+        assert_eq!(body.tid_table, vec![10, 11, 12]);
+        assert_eq!(body.cpu_table, vec![0, 5]);
+        assert!(body.time.len() >= 10_000);
+        assert_eq!((body.tid.len(), body.cpu.len()), (5000, 5000));
+        assert!(body.stack.len() >= 10_000);
+        assert_eq!(decode_batch(&out, u64::MAX).unwrap(), samples);
+    }
+
+    #[test]
+    fn rejects_inconsistent_columns() {
+        let samples = [Sample {
+            time_ns: 5,
+            tid: 1,
+            cpu: 0,
+            stack: 3,
+        }];
+        let mut out = Vec::new();
+        encode_batch(&samples, &mut out);
+        assert!(decode_batch(&out, 0).is_err(), "over budget");
+        for cut in 0..out.len() {
+            assert!(decode_batch(&out[..cut], u64::MAX).is_err());
+        }
+        // A tid "repeat" as a CPU's first value.
+        let mut bad = out.clone();
+        let tid_col = bad.len() - 6;
+        assert_eq!(bad[tid_col], 1);
+        bad[tid_col] = 0;
+        assert_eq!(
+            decode_batch(&bad, u64::MAX),
+            Err(RecordError::Columns(
+                "tid repeat before any tid on this cpu"
+            ))
+        );
+    }
+}

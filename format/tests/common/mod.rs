@@ -115,3 +115,5 @@ pub fn blocks_with_ranges(data: &[u8]) -> Vec<(Block, std::ops::Range<usize>)> {
     }
     out
 }
+
+pub mod fixture;
