@@ -3,7 +3,9 @@
 //! Run from the repository root:
 //! `cargo run -p hotspot-format --example make_fixture -- fixtures/captures/synthetic-v1.hsp`
 
-#[allow(dead_code)]
+// Tests and tools: a failed unwrap is a test failure with a backtrace.
+#![allow(clippy::unwrap_used)]
+
 #[path = "../tests/common/synthetic.rs"]
 mod synthetic;
 

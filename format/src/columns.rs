@@ -16,17 +16,44 @@ struct CpuState {
     last_delta: i64,
     /// `NO_TID` until the CPU's first sample in the batch.
     last_tid: u64,
+    cpu: u32,
 }
 
 const NO_TID: u64 = u64::MAX;
 
 impl CpuState {
-    fn new(base: u64) -> Self {
+    fn new(base: u64, cpu: u32) -> Self {
         CpuState {
             last_time: base,
             last_delta: 0,
             last_tid: NO_TID,
+            cpu,
         }
+    }
+
+    /// Applies a tid column value: 0 repeats this CPU's previous tid, `v` is `tids[v - 1]`.
+    #[inline(always)]
+    fn take_tid(&mut self, v: u32, tids: &[u32]) -> Result<(), RecordError> {
+        if v != 0 {
+            let Some(&tid) = tids.get(v as usize - 1) else {
+                return Err(RecordError::Columns("tid index outside the tid table"));
+            };
+            self.last_tid = u64::from(tid);
+        } else if self.last_tid == NO_TID {
+            return Err(RecordError::Columns(
+                "tid repeat before any tid on this cpu",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies a zigzagged delta-of-delta, returning the sample's time.
+    #[inline(always)]
+    fn take_time(&mut self, z: u64) -> u64 {
+        let delta = self.last_delta.wrapping_add(varint::unzigzag(z));
+        self.last_time = self.last_time.wrapping_add(delta as u64);
+        self.last_delta = delta;
+        self.last_time
     }
 }
 
@@ -100,7 +127,7 @@ pub fn encode_batch(samples: &[Sample], out: &mut Vec<u8>) -> Vec<usize> {
         let ci = cpus.index_of(s.cpu);
         varint::put_u32(&mut cpu_col, ci);
         if ci as usize == state.len() {
-            state.push(CpuState::new(base));
+            state.push(CpuState::new(base, s.cpu));
         }
         let st = &mut state[ci as usize];
         if st.last_tid == u64::from(s.tid) {
@@ -205,34 +232,27 @@ pub fn decode_batch(body: &[u8], budget: u64) -> Result<Vec<Sample>, RecordError
     }
     let (time_lo, time_hi) = time_col.split_at(n);
     let (stack_lo, stack_hi) = stack_col.split_at(n);
-    let mut state = vec![CpuState::new(base); cpus.len()];
+    let mut state: Vec<CpuState> = cpus.iter().map(|&cpu| CpuState::new(base, cpu)).collect();
     let mut out = Vec::with_capacity(n);
+    if time_hi.len() == n && tid_col.len() == n && cpu_col.len() == n && stack_hi.len() == n {
+        decode_one_byte_values(
+            &mut out, &mut state, &tids, cpu_col, tid_col, time_lo, time_hi, stack_lo, stack_hi,
+        )?;
+        return Ok(out);
+    }
     let (mut pt, mut pd, mut pc, mut ps) = (0usize, 0usize, 0usize, 0usize);
     for i in 0..n {
         let ci = varint::get_u32(cpu_col, &mut pc).map_err(col)? as usize;
-        let (Some(st), Some(&cpu)) = (state.get_mut(ci), cpus.get(ci)) else {
+        let Some(st) = state.get_mut(ci) else {
             return Err(RecordError::Columns("cpu index outside the cpu table"));
         };
         let tv = varint::get_u32(tid_col, &mut pd).map_err(col)?;
-        if tv != 0 {
-            let Some(&tid) = tids.get(tv as usize - 1) else {
-                return Err(RecordError::Columns("tid index outside the tid table"));
-            };
-            st.last_tid = u64::from(tid);
-        } else if st.last_tid == NO_TID {
-            return Err(RecordError::Columns(
-                "tid repeat before any tid on this cpu",
-            ));
-        }
+        st.take_tid(tv, &tids)?;
         let hi = varint::get_u64(time_hi, &mut pt).map_err(col)?;
         if hi >> 56 != 0 {
             return Err(RecordError::Columns("time high plane value over 56 bits"));
         }
-        let dod = varint::unzigzag((hi << 8) | u64::from(time_lo[i]));
-        let delta = st.last_delta.wrapping_add(dod);
-        let time_ns = st.last_time.wrapping_add(delta as u64);
-        st.last_delta = delta;
-        st.last_time = time_ns;
+        let time_ns = st.take_time((hi << 8) | u64::from(time_lo[i]));
         let shi = varint::get_u32(stack_hi, &mut ps).map_err(col)?;
         if shi >> 24 != 0 {
             return Err(RecordError::Columns("stack high plane value over 24 bits"));
@@ -240,7 +260,7 @@ pub fn decode_batch(body: &[u8], budget: u64) -> Result<Vec<Sample>, RecordError
         out.push(Sample {
             time_ns,
             tid: st.last_tid as u32,
-            cpu,
+            cpu: st.cpu,
             stack: (shi << 8) | u32::from(stack_lo[i]),
         });
     }
@@ -250,7 +270,53 @@ pub fn decode_batch(body: &[u8], budget: u64) -> Result<Vec<Sample>, RecordError
     Ok(out)
 }
 
+/// The common case: every varint in the batch is a single byte (each column holds exactly
+/// one byte per sample), so the planes are walked as plain bytes, in lockstep, without
+/// bounds checks or varint branches. A byte with the continuation bit set would make the
+/// column inconsistent; the bits are collected and checked once at the end.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn decode_one_byte_values(
+    out: &mut Vec<Sample>,
+    state: &mut [CpuState],
+    tids: &[u32],
+    cpu_col: &[u8],
+    tid_col: &[u8],
+    time_lo: &[u8],
+    time_hi: &[u8],
+    stack_lo: &[u8],
+    stack_hi: &[u8],
+) -> Result<(), RecordError> {
+    let mut high_bits = 0u8;
+    let columns = cpu_col
+        .iter()
+        .zip(tid_col)
+        .zip(time_lo.iter().zip(time_hi))
+        .zip(stack_lo.iter().zip(stack_hi));
+    for (((&c, &t), (&tlo, &thi)), (&slo, &shi)) in columns {
+        high_bits |= c | t | thi | shi;
+        let Some(st) = state.get_mut(usize::from(c)) else {
+            return Err(RecordError::Columns("cpu index outside the cpu table"));
+        };
+        if t != 0 || st.last_tid == NO_TID {
+            st.take_tid(u32::from(t), tids)?;
+        }
+        let time_ns = st.take_time((u64::from(thi) << 8) | u64::from(tlo));
+        out.push(Sample {
+            time_ns,
+            tid: st.last_tid as u32,
+            cpu: st.cpu,
+            stack: (u32::from(shi) << 8) | u32::from(slo),
+        });
+    }
+    if high_bits & 0x80 != 0 {
+        return Err(RecordError::Columns("column longer than the sample count"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde::Deserialize;

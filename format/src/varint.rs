@@ -96,6 +96,7 @@ fn get_u32_slow(buf: &[u8], pos: &mut usize) -> Result<u32, BadVarint> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

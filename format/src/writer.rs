@@ -245,7 +245,7 @@ impl<W: Write> Writer<W> {
         debug_assert!(self.samples.len() <= MAX_BATCH_SAMPLES as usize);
         let mut raw = std::mem::take(&mut self.raw);
         raw.clear();
-        if self.seq > 0 && self.seq % INDEX_EVERY == 0 {
+        if self.seq > 0 && self.seq.is_multiple_of(INDEX_EVERY) {
             codec::encode_record(
                 &Record::Session(self.session.clone()),
                 &mut raw,

@@ -2,6 +2,9 @@
 //! dressed up as captures. A counting allocator measures the largest single allocation and
 //! the peak of live bytes.
 
+// Tests and tools: a failed unwrap is a test failure with a backtrace.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -1,5 +1,8 @@
 //! Crash and damage semantics: torn tails, flipped bytes, lost blocks, hostile headers.
 
+// Tests and tools: a failed unwrap is a test failure with a backtrace.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::synthetic::Rng;

@@ -1,6 +1,9 @@
 //! The committed fixture decodes to what its generator put in, and to a golden summary, so a
 //! change that makes this version read old captures differently fails here.
 
+// Tests and tools: a failed unwrap is a test failure with a backtrace.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -1,5 +1,8 @@
 //! The follower sees what the reader sees, however the bytes trickle in.
 
+// Tests and tools: a failed unwrap is a test failure with a backtrace.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::io::{Cursor, Read, Seek, SeekFrom};

@@ -8,6 +8,9 @@
 //! lists is the session followed by every non-sample record pushed, in push order; (3)
 //! `read_all` returns the first occurrence of every definition key, in that order.
 
+// Tests and tools: a failed unwrap is a test failure with a backtrace.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use hotspot_format::definitions::def_key;
@@ -231,7 +234,7 @@ fn check(ops: &[Op]) {
         assert!(b.unknown_kinds.is_empty());
         let mut rest: &[Record] = &b.records;
         let last = i + 1 == n;
-        if i > 0 && i as u64 % INDEX_EVERY == 0 {
+        if i > 0 && (i as u64).is_multiple_of(INDEX_EVERY) {
             assert_eq!(rest[0], Record::Session(common::session()));
             rest = &rest[1..];
         }
@@ -258,7 +261,7 @@ fn check(ops: &[Op]) {
             }
             assert_eq!(find_index(&bytes).as_ref(), Some(index));
             rest = &rest[1..rest.len() - 1];
-        } else if i > 0 && i as u64 % INDEX_EVERY == 0 {
+        } else if i > 0 && (i as u64).is_multiple_of(INDEX_EVERY) {
             let Record::Index(index) = &rest[0] else {
                 panic!("no partial Index in block {i}")
             };

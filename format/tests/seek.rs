@@ -1,5 +1,8 @@
 //! Seeking by time: the index answers like a linear scan does.
 
+// Tests and tools: a failed unwrap is a test failure with a backtrace.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use hotspot_format::reader::block_for_time;

@@ -1,5 +1,8 @@
 //! Goal check of the sample encoding: bytes per sample at steady state on the synthetic stream.
 
+// Tests and tools: a failed unwrap is a test failure with a backtrace.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::synthetic::{self, Config};

@@ -1,5 +1,8 @@
 //! SPEC.md documents every record kind and the constants the code uses.
 
+// Tests and tools: a failed unwrap is a test failure with a backtrace.
+#![allow(clippy::unwrap_used)]
+
 use hotspot_format::block::SYNC;
 use hotspot_format::header::MAGIC;
 use hotspot_format::kind;
