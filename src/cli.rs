@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use hotspot_replay::export::{Selection, TimeSpec};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -20,10 +21,14 @@ pub struct Cli {
 pub enum Command {
     /// Record a capture of running processes, or of a command: `record PID… -o FILE` or `record -o FILE -- CMD ARGS…`.
     Record(RecordArgs),
-    /// Print a capture's session header, counts and whether it ended cleanly.
+    /// Print a capture's session header, counts, symbol coverage, whether it ended cleanly,
+    /// and what its bytes hold.
     Info(InfoArgs),
-    /// Print a capture's profile: the flat top functions as text, or folded stacks.
+    /// Print a capture's profile: top functions as text, or JSON, folded stacks, an SVG
+    /// flame graph, pprof or speedscope.
     Report(ReportArgs),
+    /// Compare two captures: each function's change in self and total share.
+    Diff(DiffArgs),
     /// Record the built-in demo workload for a few seconds and print what was captured.
     Demo(DemoArgs),
     /// Run the built-in demo workload (what `demo` records).
@@ -62,15 +67,62 @@ pub struct RecordArgs {
 pub struct InfoArgs {
     /// The capture file.
     pub file: PathBuf,
-    /// Print JSON instead of text.
+    /// Print JSON instead of text (schema in docs/json-schema.md).
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReportFormat {
+    /// The flat profile: top functions by self samples.
     Text,
+    /// The `hotspot-report` JSON document (docs/json-schema.md).
+    Json,
+    /// `a;b;c N` lines for flame-graph tools.
     Folded,
+    /// A self-contained interactive flame graph.
+    Svg,
+    /// Gzipped profile.proto for go tool pprof, Pyroscope, Parca (binary).
+    Pprof,
+    /// speedscope's file format, one profile per thread.
+    Speedscope,
+}
+
+/// Which samples count; shared by every output format.
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    /// Start of the time range: seconds from the start of the recording (`1.5`, `500ms`),
+    /// or a UTC time (`08:30:05`, `2026-11-29T08:30:05Z`).
+    #[arg(long, value_parser = parse_time)]
+    pub from: Option<TimeSpec>,
+    /// End of the time range (same forms as --from).
+    #[arg(long, value_parser = parse_time)]
+    pub to: Option<TimeSpec>,
+    /// Only this thread id (repeatable).
+    #[arg(long)]
+    pub tid: Vec<u32>,
+    /// Only threads with this name (exact; repeatable).
+    #[arg(long = "thread", value_name = "NAME")]
+    pub thread: Vec<String>,
+    /// Only threads of this process (repeatable).
+    #[arg(long)]
+    pub pid: Vec<u32>,
+    /// Leave kernel frames out (a sample in the kernel counts for its user caller).
+    #[arg(long)]
+    pub no_kernel: bool,
+}
+
+impl FilterArgs {
+    pub fn selection(&self) -> Selection {
+        Selection {
+            from: self.from,
+            to: self.to,
+            tids: self.tid.clone(),
+            threads: self.thread.clone(),
+            pids: self.pid.clone(),
+            no_kernel: self.no_kernel,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -80,15 +132,48 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
-    /// Rows of the text report.
-    #[arg(long, default_value_t = 30)]
-    pub top: usize,
-    /// Leave kernel frames out.
-    #[arg(long)]
-    pub no_kernel: bool,
-    /// Only these thread ids (repeatable).
-    #[arg(long)]
-    pub tid: Vec<u32>,
+    /// Write to this file instead of stdout (needed for pprof on a terminal).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Functions listed by the text and JSON reports [text default: 30; JSON: all].
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    /// Functions by change of share, largest first.
+    Text,
+    /// The `hotspot-diff` JSON document (docs/json-schema.md).
+    Json,
+    /// `stack count_base count_new` lines (differential flame graphs).
+    Folded,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The capture before the change.
+    pub base: PathBuf,
+    /// The capture after the change.
+    pub new: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    /// Write to this file instead of stdout.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Functions listed [text default: 30; JSON: all].
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Filters, applied to both captures.
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+fn parse_time(s: &str) -> Result<TimeSpec, String> {
+    s.parse().map_err(|e: hotspot_replay::export::ExportError| e.to_string())
 }
 
 #[derive(Debug, Args)]

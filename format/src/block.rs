@@ -305,9 +305,9 @@ impl Unpacker {
         if let Ok(Some(size)) = zstd_safe::get_frame_content_size(payload)
             && size != declared as u64
         {
-            return Err(CorruptReason::RawLength {
+            return Err(CorruptReason::FrameSize {
                 declared: declared as u64,
-                actual: size,
+                frame: size,
             });
         }
         self.raw.clear();

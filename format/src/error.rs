@@ -63,6 +63,9 @@ pub enum CorruptReason {
     /// The payload decompressed to another size than the header declares.
     #[error("payload decompressed to {actual} bytes, header declares {declared}")]
     RawLength { declared: u64, actual: u64 },
+    /// The zstd frame records another content size than the header declares.
+    #[error("zstd frame records {frame} bytes, header declares {declared}")]
+    FrameSize { declared: u64, frame: u64 },
     /// A record inside a checksummed payload cannot be decoded.
     #[error("record of kind {kind} at raw offset {at}: {what}")]
     Record {

@@ -68,12 +68,22 @@ fn block_with(payload: &[u8], raw_len: u32) -> Vec<u8> {
 #[test]
 fn zstd_bomb_is_rejected_without_allocating_it() {
     let _serial = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    // 256 MiB of zeros in a few KB, declared as 1000 bytes; and declared as over the limit.
-    let payload = zstd::bulk::compress(&vec![0u8; 256 << 20], 19).unwrap();
-    assert!(payload.len() < 64 << 10);
-    for raw_len in [1000, u32::MAX] {
+    // 80 MiB of zeros (over the 64 MiB limit) in a few KB, declared as 1000 bytes, and as over the limit; once with
+    // the size recorded in the frame, once without (then only the bounded output buffer
+    // stops it).
+    let sized = zstd::bulk::compress(&vec![0u8; 80 << 20], 19).unwrap();
+    let mut no_size = Vec::with_capacity(1 << 20);
+    {
+        use zstd::zstd_safe::{CCtx, CParameter};
+        let mut c = CCtx::create();
+        c.set_parameter(CParameter::ContentSizeFlag(false)).unwrap();
+        c.set_parameter(CParameter::CompressionLevel(19)).unwrap();
+        c.compress2(&mut no_size, &vec![0u8; 80 << 20]).unwrap();
+    }
+    for (payload, raw_len) in [(&sized, 1000), (&sized, u32::MAX), (&no_size, 1000)] {
+        assert!(payload.len() < 64 << 10);
         let mut data = FileHeader::default().to_bytes().to_vec();
-        data.extend_from_slice(&block_with(&payload, raw_len));
+        data.extend_from_slice(&block_with(payload, raw_len));
         let (largest, peak) = measure(|| {
             let events: Vec<Event> = Reader::new(&data).unwrap().collect();
             assert!(matches!(events[..], [Event::Corrupt { .. }]), "{events:?}");

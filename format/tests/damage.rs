@@ -325,6 +325,20 @@ fn block_with(seq: u64, payload: &[u8], raw_len: u32) -> Vec<u8> {
     out
 }
 
+/// A zstd frame whose header does not record the content size.
+fn unsized_frame(data: &[u8]) -> Vec<u8> {
+    use zstd::zstd_safe::{CCtx, CParameter};
+    let mut c = CCtx::create();
+    c.set_parameter(CParameter::ContentSizeFlag(false)).unwrap();
+    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(data.len()));
+    c.compress2(&mut out, data).unwrap();
+    assert!(matches!(
+        zstd::zstd_safe::get_frame_content_size(&out),
+        Ok(None)
+    ));
+    out
+}
+
 #[test]
 fn oversized_and_lying_blocks_are_rejected() {
     let good = capture_with_raw(header_with(1, 0, 0), b"");
@@ -339,18 +353,29 @@ fn oversized_and_lying_blocks_are_rejected() {
             ),
             "over the limit",
         ),
-        // Decompresses to far more than declared.
+        // The frame records far more than declared: rejected before decompressing.
         (
             block_with(
                 0,
                 &zstd::bulk::compress(&vec![0u8; 8 << 20], 19).unwrap(),
                 1000,
             ),
-            "zstd",
+            "frame records",
         ),
-        // Decompresses to less than declared.
+        // The frame records less than declared.
         (
             block_with(0, &zstd::bulk::compress(&[1u8, 0], 3).unwrap(), 100),
+            "frame records",
+        ),
+        // A frame without a recorded size that decompresses to more than declared: zstd
+        // stops at the declared size.
+        (
+            block_with(0, &unsized_frame(&vec![0u8; 8 << 20]), 1000),
+            "zstd",
+        ),
+        // ... or to less.
+        (
+            block_with(0, &unsized_frame(&[1u8, 0]), 100),
             "decompressed to",
         ),
         // Two frames.

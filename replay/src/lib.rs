@@ -1,7 +1,9 @@
 //! hotspot's replay side: reads captures and folds them into profiles, views and reports.
 
 pub mod capture;
+pub mod diff;
 pub mod error;
+pub mod export;
 pub mod flat;
 pub mod info;
 pub mod names;

@@ -1,59 +1,78 @@
-//! Headless reports: the flat profile as text, and folded stacks.
+//! `hotspot report`'s text form: the flat profile (top functions by self samples) with a
+//! header saying what was counted, for a terminal or a ticket comment.
 
 use std::fmt::Write;
 
-use crate::capture::Capture;
+use crate::export::slice::Slice;
 use crate::flat::flat;
-use crate::profile::{Filter, fold, folded_text};
+use crate::names::short_module;
 use crate::sanitize::display;
 
 /// The flat profile's top `top` rows as a text table.
-pub fn text(c: &Capture, filter: &Filter, top: usize) -> String {
-    let folded = fold(c, filter);
-    let rows = flat(&folded);
+pub fn text(slice: &Slice, top: usize) -> String {
+    let scan = slice.scan;
+    let folded = &slice.folded;
+    let rows = flat(folded);
     let total = folded.total.max(1) as f64;
     let mut o = String::new();
+    let _ = write!(o, "{}: {} samples", slice.file_name(), folded.total);
+    if folded.total != scan.samples {
+        let _ = write!(o, " of {}", scan.samples);
+    }
+    let _ = write!(o, " over {:.3} s", slice.duration_s());
+    if let Some(s) = &scan.capture.session {
+        let _ = write!(o, " at {} Hz", s.freq_hz);
+    }
+    if scan.capture.lost > 0 {
+        let _ = write!(o, ", {} lost", scan.capture.lost);
+    }
+    if folded.unknown_stacks > 0 {
+        let _ = write!(
+            o,
+            ", {} with stacks lost to damage",
+            folded.unknown_stacks
+        );
+    }
+    o.push('\n');
+    if !slice.selection.is_everything() {
+        let _ = writeln!(o, "selection: {}", slice.selection.describe());
+    }
+    let shown: Vec<_> = rows.iter().take(top).collect();
+    let modules: Vec<String> = shown.iter().map(|r| display(&r.key.module)).collect();
+    let width = modules
+        .iter()
+        .map(|m| m.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(6, 32);
     let _ = writeln!(
         o,
-        "{} samples{}",
-        folded.total,
-        if folded.unknown_stacks > 0 {
-            format!(" ({} with stacks lost to damage)", folded.unknown_stacks)
-        } else {
-            String::new()
-        }
+        "{:>7} {:>8} {:>7}  {:<width$}  function",
+        "self%", "self", "total%", "module"
     );
-    let _ = writeln!(
-        o,
-        "{:>7} {:>8} {:>7}  {:<20} {}",
-        "self%", "self", "total%", "module", "function"
-    );
-    for r in rows.iter().take(top) {
+    for (r, module) in shown.iter().zip(&modules) {
         let line = r
             .hottest
             .as_ref()
-            .map(|(f, l)| {
-                format!(
-                    "  ({}:{l})",
-                    display(crate::names::short_module(f).as_str())
-                )
-            })
+            .map(|(f, l)| format!("  ({}:{l})", display(&short_module(f))))
             .unwrap_or_default();
         let _ = writeln!(
             o,
-            "{:>6.2}% {:>8} {:>6.2}%  {:<20} {}{}",
+            "{:>6.2}% {:>8} {:>6.2}%  {:<width$}  {}{}",
             100.0 * r.self_samples as f64 / total,
             r.self_samples,
             100.0 * r.total_samples as f64 / total,
-            display(&r.key.module),
+            module,
             display(&r.key.function),
             line
         );
     }
+    if rows.len() > shown.len() {
+        let _ = writeln!(
+            o,
+            "({} more functions; --top N shows more)",
+            rows.len() - shown.len()
+        );
+    }
     o
-}
-
-/// Folded stacks (`a;b;c N`).
-pub fn folded(c: &Capture, filter: &Filter) -> String {
-    folded_text(&fold(c, filter))
 }

@@ -1,0 +1,243 @@
+//! `hotspot diff`: how each function's share of the samples changed between two captures
+//! (say, before and after a deploy). Functions are matched by name and module file name,
+//! never by address, so captures of different builds compare.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::export::folded;
+use crate::export::json::pct;
+use crate::export::slice::Slice;
+use crate::flat::{FunctionKey, flat};
+use crate::sanitize::display;
+
+/// One function's samples in both captures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub key: FunctionKey,
+    pub base_self: u64,
+    pub base_total: u64,
+    pub new_self: u64,
+    pub new_total: u64,
+    /// Change of the self share, in percentage points of each capture's samples.
+    pub delta_self: f64,
+    /// Change of the total (inclusive) share, in percentage points.
+    pub delta_total: f64,
+}
+
+/// Two captures compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diff {
+    pub base_file: String,
+    pub new_file: String,
+    pub base_samples: u64,
+    pub new_samples: u64,
+    /// Largest change of self share first, then of total share, then by name.
+    pub changes: Vec<Change>,
+}
+
+fn share(n: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        100.0 * n as f64 / of as f64
+    }
+}
+
+/// Compares the functions of `base` and `new`.
+pub fn diff(base: &Slice, new: &Slice) -> Diff {
+    let mut both: BTreeMap<FunctionKey, [u64; 4]> = BTreeMap::new();
+    for r in flat(&base.folded) {
+        let e = both.entry(r.key).or_default();
+        e[0] = r.self_samples;
+        e[1] = r.total_samples;
+    }
+    for r in flat(&new.folded) {
+        let e = both.entry(r.key).or_default();
+        e[2] = r.self_samples;
+        e[3] = r.total_samples;
+    }
+    let (nb, nn) = (base.folded.total, new.folded.total);
+    let mut changes: Vec<Change> = both
+        .into_iter()
+        .map(|(key, [bs, bt, ns, nt])| Change {
+            key,
+            base_self: bs,
+            base_total: bt,
+            new_self: ns,
+            new_total: nt,
+            delta_self: share(ns, nn) - share(bs, nb),
+            delta_total: share(nt, nn) - share(bt, nb),
+        })
+        .collect();
+    changes.sort_by(|a, b| {
+        b.delta_self
+            .abs()
+            .total_cmp(&a.delta_self.abs())
+            .then(b.delta_total.abs().total_cmp(&a.delta_total.abs()))
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    Diff {
+        base_file: base.file_name(),
+        new_file: new.file_name(),
+        base_samples: nb,
+        new_samples: nn,
+        changes,
+    }
+}
+
+/// The largest `top` changes as a text table.
+pub fn text(d: &Diff, top: usize) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "base: {} ({} samples)  new: {} ({} samples)",
+        d.base_file, d.base_samples, d.new_file, d.new_samples
+    );
+    let _ = writeln!(
+        o,
+        "shares in % of each capture's samples; Δ in percentage points, largest first"
+    );
+    let shown: Vec<&Change> = d.changes.iter().take(top).collect();
+    let modules: Vec<String> = shown.iter().map(|c| display(&c.key.module)).collect();
+    let width = modules
+        .iter()
+        .map(|m| m.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(6, 32);
+    let _ = writeln!(
+        o,
+        "{:>8} {:>7} {:>7} {:>8} {:>7} {:>7}  {:<width$}  function",
+        "Δself", "base", "new", "Δtotal", "base", "new", "module"
+    );
+    for (c, module) in shown.iter().zip(&modules) {
+        let _ = writeln!(
+            o,
+            "{:>+8.2} {:>6.2}% {:>6.2}% {:>+8.2} {:>6.2}% {:>6.2}%  {:<width$}  {}",
+            round2(c.delta_self),
+            share(c.base_self, d.base_samples),
+            share(c.new_self, d.new_samples),
+            round2(c.delta_total),
+            share(c.base_total, d.base_samples),
+            share(c.new_total, d.new_samples),
+            module,
+            display(&c.key.function),
+        );
+    }
+    if d.changes.len() > shown.len() {
+        let _ = writeln!(
+            o,
+            "({} more functions; --top N shows more)",
+            d.changes.len() - shown.len()
+        );
+    }
+    o
+}
+
+/// Rounds to two decimals, and makes -0.00 print as +0.00.
+fn round2(x: f64) -> f64 {
+    let r = (x * 100.0).round() / 100.0;
+    if r == 0.0 { 0.0 } else { r }
+}
+
+#[derive(Serialize)]
+struct Side {
+    file: String,
+    samples: u64,
+}
+
+#[derive(Serialize)]
+struct Row {
+    name: String,
+    module: String,
+    kernel: bool,
+    base_self: u64,
+    new_self: u64,
+    base_total: u64,
+    new_total: u64,
+    base_self_pct: f64,
+    new_self_pct: f64,
+    delta_self_pct: f64,
+    base_total_pct: f64,
+    new_total_pct: f64,
+    delta_total_pct: f64,
+}
+
+#[derive(Serialize)]
+struct Document {
+    schema: &'static str,
+    version: u32,
+    base: Side,
+    new: Side,
+    functions: usize,
+    changes: Vec<Row>,
+}
+
+/// The `hotspot-diff` JSON document (see `docs/json-schema.md`), newline-terminated.
+pub fn json(d: &Diff, top: Option<usize>) -> String {
+    let changes = d
+        .changes
+        .iter()
+        .take(top.unwrap_or(usize::MAX))
+        .map(|c| Row {
+            name: display(&c.key.function),
+            module: display(&c.key.module),
+            kernel: c.key.kernel,
+            base_self: c.base_self,
+            new_self: c.new_self,
+            base_total: c.base_total,
+            new_total: c.new_total,
+            base_self_pct: pct(c.base_self, d.base_samples),
+            new_self_pct: pct(c.new_self, d.new_samples),
+            delta_self_pct: round2(c.delta_self),
+            base_total_pct: pct(c.base_total, d.base_samples),
+            new_total_pct: pct(c.new_total, d.new_samples),
+            delta_total_pct: round2(c.delta_total),
+        })
+        .collect();
+    let doc = Document {
+        schema: "hotspot-diff",
+        version: 1,
+        base: Side {
+            file: d.base_file.clone(),
+            samples: d.base_samples,
+        },
+        new: Side {
+            file: d.new_file.clone(),
+            samples: d.new_samples,
+        },
+        functions: d.changes.len(),
+        changes,
+    };
+    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// The differential folded format flame-graph tools read: `a;b;c count_base count_new`,
+/// one line per stack found in either capture, sorted.
+pub fn folded(base: &Slice, new: &Slice) -> String {
+    let mut lines: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for (side, text) in [(0, folded::text(base)), (1, folded::text(new))] {
+        for line in text.lines() {
+            let Some((stack, n)) = line.rsplit_once(' ') else {
+                continue;
+            };
+            let n: u64 = n.parse().unwrap_or(0);
+            let e = lines.entry(stack.to_string()).or_default();
+            if side == 0 {
+                e.0 += n;
+            } else {
+                e.1 += n;
+            }
+        }
+    }
+    let mut o = String::new();
+    for (stack, (a, b)) in lines {
+        let _ = writeln!(o, "{stack} {a} {b}");
+    }
+    o
+}

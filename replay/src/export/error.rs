@@ -1,0 +1,36 @@
+//! Errors of the headless outputs: one line each, naming the problem and, where there is
+//! one, what to do instead.
+
+use crate::error::ReplayError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The capture could not be opened or is not one this version reads.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    /// A `--from`/`--to` value that is neither seconds nor a time.
+    #[error("invalid time '{text}': {why}")]
+    BadTime { text: String, why: &'static str },
+    /// The time range selects nothing.
+    #[error("empty time range: {0}")]
+    EmptyRange(String),
+    /// `--thread`/`--tid` names a thread the capture does not have.
+    #[error("unknown thread {0}")]
+    UnknownThread(String),
+    /// `--pid` names a process the capture does not have.
+    #[error("unknown process {0}")]
+    UnknownProcess(String),
+    /// A wall-clock time was given but the capture lost its session header.
+    #[error(
+        "the capture has no session header, so the wall-clock time '{0}' cannot be placed: \
+         give seconds from the start instead"
+    )]
+    NoClock(String),
+    /// An exporter's output could not be produced.
+    #[error("{what}: {source}")]
+    Render {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,407 @@
+//! `report --format pprof`: a gzipped `profile.proto`, what `go tool pprof`, Pyroscope and
+//! Parca read. The messages are written out by hand below (field numbers from
+//! `github.com/google/pprof/proto/profile.proto`), so no protoc is needed.
+//!
+//! A location is one physical frame: its address is the frame's file offset in its
+//! mapping (mappings start at 0 with file offset 0, so address = file offset), and its
+//! lines are the frame's functions, inlined ones first, as the proto wants. Samples carry
+//! two values, `samples/count` and `cpu/nanoseconds` (count × period, period =
+//! 1e9 / frequency), and the labels `thread`, `thread_id` and `pid`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Write;
+
+use flate2::{Compression, GzBuilder};
+use hotspot_format::{FrameAddr, FrameId, ModuleId};
+
+use super::error::ExportError;
+use super::slice::{LOST_STACK, NO_FRAMES, Slice};
+use crate::flat::FunctionKey;
+use crate::names::{self, FrameName};
+use crate::sanitize::display;
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Profile {
+    #[prost(message, repeated, tag = "1")]
+    pub sample_type: Vec<ValueType>,
+    #[prost(message, repeated, tag = "2")]
+    pub sample: Vec<Sample>,
+    #[prost(message, repeated, tag = "3")]
+    pub mapping: Vec<Mapping>,
+    #[prost(message, repeated, tag = "4")]
+    pub location: Vec<Location>,
+    #[prost(message, repeated, tag = "5")]
+    pub function: Vec<Function>,
+    #[prost(string, repeated, tag = "6")]
+    pub string_table: Vec<String>,
+    #[prost(int64, tag = "7")]
+    pub drop_frames: i64,
+    #[prost(int64, tag = "8")]
+    pub keep_frames: i64,
+    #[prost(int64, tag = "9")]
+    pub time_nanos: i64,
+    #[prost(int64, tag = "10")]
+    pub duration_nanos: i64,
+    #[prost(message, optional, tag = "11")]
+    pub period_type: Option<ValueType>,
+    #[prost(int64, tag = "12")]
+    pub period: i64,
+    #[prost(int64, repeated, tag = "13")]
+    pub comment: Vec<i64>,
+    #[prost(int64, tag = "14")]
+    pub default_sample_type: i64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ValueType {
+    #[prost(int64, tag = "1")]
+    pub r#type: i64,
+    #[prost(int64, tag = "2")]
+    pub unit: i64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Sample {
+    /// Leaf first.
+    #[prost(uint64, repeated, tag = "1")]
+    pub location_id: Vec<u64>,
+    #[prost(int64, repeated, tag = "2")]
+    pub value: Vec<i64>,
+    #[prost(message, repeated, tag = "3")]
+    pub label: Vec<Label>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Label {
+    #[prost(int64, tag = "1")]
+    pub key: i64,
+    #[prost(int64, tag = "2")]
+    pub str: i64,
+    #[prost(int64, tag = "3")]
+    pub num: i64,
+    #[prost(int64, tag = "4")]
+    pub num_unit: i64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Mapping {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(uint64, tag = "2")]
+    pub memory_start: u64,
+    #[prost(uint64, tag = "3")]
+    pub memory_limit: u64,
+    #[prost(uint64, tag = "4")]
+    pub file_offset: u64,
+    #[prost(int64, tag = "5")]
+    pub filename: i64,
+    #[prost(int64, tag = "6")]
+    pub build_id: i64,
+    #[prost(bool, tag = "7")]
+    pub has_functions: bool,
+    #[prost(bool, tag = "8")]
+    pub has_filenames: bool,
+    #[prost(bool, tag = "9")]
+    pub has_line_numbers: bool,
+    #[prost(bool, tag = "10")]
+    pub has_inline_frames: bool,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Location {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(uint64, tag = "2")]
+    pub mapping_id: u64,
+    #[prost(uint64, tag = "3")]
+    pub address: u64,
+    /// Innermost (inlined) function first, the function they are inlined into last.
+    #[prost(message, repeated, tag = "4")]
+    pub line: Vec<Line>,
+    #[prost(bool, tag = "5")]
+    pub is_folded: bool,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Line {
+    #[prost(uint64, tag = "1")]
+    pub function_id: u64,
+    #[prost(int64, tag = "2")]
+    pub line: i64,
+    #[prost(int64, tag = "3")]
+    pub column: i64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Function {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(int64, tag = "2")]
+    pub name: i64,
+    #[prost(int64, tag = "3")]
+    pub system_name: i64,
+    #[prost(int64, tag = "4")]
+    pub filename: i64,
+    #[prost(int64, tag = "5")]
+    pub start_line: i64,
+}
+
+/// Builds the tables, interning as it goes; ids are dense from 1 in first-use order.
+#[derive(Default)]
+struct Builder {
+    profile: Profile,
+    strings: HashMap<String, i64>,
+    functions: HashMap<FunctionKey, u64>,
+    locations: HashMap<FrameId, u64>,
+    placeholders: HashMap<&'static str, u64>,
+    mappings: BTreeMap<ModuleId, u64>,
+}
+
+impl Builder {
+    fn string(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.strings.get(s) {
+            return i;
+        }
+        let i = self.profile.string_table.len() as i64;
+        self.profile.string_table.push(s.to_string());
+        self.strings.insert(s.to_string(), i);
+        i
+    }
+
+    fn function(&mut self, f: &FrameName) -> u64 {
+        let key = crate::tree::key_of(f);
+        if let Some(&id) = self.functions.get(&key) {
+            return id;
+        }
+        let id = self.profile.function.len() as u64 + 1;
+        let name = self.string(&display(&f.function));
+        let filename = match &f.file {
+            Some(file) => self.string(&display(file)),
+            None => self.string(&display(&f.module)),
+        };
+        self.profile.function.push(Function {
+            id,
+            name,
+            system_name: name,
+            filename,
+            start_line: 0,
+        });
+        self.functions.insert(key, id);
+        id
+    }
+
+    fn mapping(&mut self, slice: &Slice, module: ModuleId) -> u64 {
+        if let Some(&id) = self.mappings.get(&module) {
+            return id;
+        }
+        let id = self.profile.mapping.len() as u64 + 1;
+        let m = slice.scan.capture.modules.get(&module);
+        let filename = self.string(&display(m.map_or("[unknown]", |m| m.path.as_str())));
+        let build_id: String = m
+            .map(|m| m.build_id.iter().map(|b| format!("{b:02x}")).collect())
+            .unwrap_or_default();
+        let build_id = self.string(&build_id);
+        self.profile.mapping.push(Mapping {
+            id,
+            memory_start: 0,
+            memory_limit: 0,
+            file_offset: 0,
+            filename,
+            build_id,
+            ..Mapping::default()
+        });
+        self.mappings.insert(module, id);
+        id
+    }
+
+    /// The location of a physical frame, or `None` for a kernel frame under `--no-kernel`.
+    fn location(&mut self, slice: &Slice, frame: FrameId) -> Option<u64> {
+        if let Some(&id) = self.locations.get(&frame) {
+            return (id != 0).then_some(id);
+        }
+        let capture = &slice.scan.capture;
+        let mut names = Vec::new();
+        names::expand(capture, frame, &mut names);
+        if slice.filter.no_kernel && names.iter().any(|n| n.kernel) {
+            self.locations.insert(frame, 0);
+            return None;
+        }
+        let (mapping_id, address) = match capture.frames.get(&frame) {
+            Some(f) => {
+                let mapping = self.mapping(slice, f.module);
+                let address = match f.addr {
+                    FrameAddr::FileOffset(off) => off,
+                    // Kernel frames are symbol + offset; there is no address to give.
+                    FrameAddr::KernelSymbol { .. } => 0,
+                };
+                let m = &mut self.profile.mapping[mapping as usize - 1];
+                m.memory_limit = m.memory_limit.max(address.saturating_add(1));
+                if capture.symbols.contains_key(&frame)
+                    || matches!(f.addr, FrameAddr::KernelSymbol { .. })
+                {
+                    m.has_functions = true;
+                    m.has_filenames |= names.iter().any(|n| n.file.is_some());
+                    m.has_line_numbers |= names.iter().any(|n| n.line > 0);
+                    m.has_inline_frames = true;
+                }
+                (mapping, address)
+            }
+            None => (0, 0),
+        };
+        let lines = names
+            .iter()
+            .map(|n| Line {
+                function_id: self.function(n),
+                line: i64::from(n.line),
+                column: 0,
+            })
+            .collect();
+        let id = self.profile.location.len() as u64 + 1;
+        self.profile.location.push(Location {
+            id,
+            mapping_id,
+            address,
+            line: lines,
+            is_folded: false,
+        });
+        self.locations.insert(frame, id);
+        Some(id)
+    }
+
+    /// A location for samples without a real frame ([`NO_FRAMES`], [`LOST_STACK`]).
+    fn placeholder(&mut self, name: &'static str) -> u64 {
+        if let Some(&id) = self.placeholders.get(name) {
+            return id;
+        }
+        let function_id = self.function(&super::slice::placeholder(name));
+        let id = self.profile.location.len() as u64 + 1;
+        self.profile.location.push(Location {
+            id,
+            line: vec![Line {
+                function_id,
+                line: 0,
+                column: 0,
+            }],
+            ..Location::default()
+        });
+        self.placeholders.insert(name, id);
+        id
+    }
+}
+
+/// The profile message for the selected samples.
+pub fn profile(slice: &Slice) -> Profile {
+    let scan = slice.scan;
+    let capture = &scan.capture;
+    let period = slice.period_ns();
+    let mut b = Builder::default();
+    b.string("");
+    let samples = b.string("samples");
+    let count = b.string("count");
+    let cpu = b.string("cpu");
+    let nanoseconds = b.string("nanoseconds");
+    let (thread_key, tid_key, pid_key) = (b.string("thread"), b.string("thread_id"), b.string("pid"));
+    b.profile.sample_type = vec![
+        ValueType {
+            r#type: samples,
+            unit: count,
+        },
+        ValueType {
+            r#type: cpu,
+            unit: nanoseconds,
+        },
+    ];
+    b.profile.period_type = Some(ValueType {
+        r#type: cpu,
+        unit: nanoseconds,
+    });
+    b.profile.period = period as i64;
+    let start = scan
+        .from_ns
+        .or(scan.window_span.map(|w| w.0))
+        .or(scan.clock.map(|c| c.start_mono_ns));
+    b.profile.time_nanos = start
+        .and_then(|s| scan.clock.and_then(|c| c.wall_ns(s)))
+        .map_or(0, |w| w.clamp(0, i128::from(i64::MAX)) as i64);
+    b.profile.duration_nanos = (slice.duration_s() * 1e9).round() as i64;
+    let comment = format!("hotspot capture {}", slice.file_name());
+    let comment = b.string(&comment);
+    b.profile.comment.push(comment);
+    if !slice.selection.is_everything() {
+        let c = b.string(&format!("selection: {}", slice.selection.describe()));
+        b.profile.comment.push(c);
+    }
+    // pprof takes the first mapping for the main binary: the profiled executables go first.
+    let exes: BTreeSet<&str> = capture.processes.values().map(|p| p.exe.as_str()).collect();
+    let used: BTreeSet<ModuleId> = slice
+        .tally()
+        .filter_map(|(_, stack, _)| capture.stacks.get(&stack))
+        .flatten()
+        .filter_map(|f| capture.frames.get(f))
+        .map(|f| f.module)
+        .collect();
+    for m in capture.modules.values() {
+        if used.contains(&m.id) && exes.contains(m.path.as_str()) {
+            b.mapping(slice, m.id);
+        }
+    }
+    for (tid, stack, n) in slice.tally() {
+        let mut locations = Vec::new();
+        match capture.stacks.get(&stack) {
+            Some(frames) => {
+                for &f in frames {
+                    if let Some(id) = b.location(slice, f) {
+                        locations.push(id);
+                    }
+                }
+                if locations.is_empty() {
+                    locations.push(b.placeholder(NO_FRAMES));
+                }
+            }
+            None => locations.push(b.placeholder(LOST_STACK)),
+        }
+        let thread = capture.threads.get(&tid);
+        let name = b.string(&display(thread.map_or("", |t| t.name())));
+        let mut label = vec![
+            Label {
+                key: thread_key,
+                str: name,
+                ..Label::default()
+            },
+            Label {
+                key: tid_key,
+                num: i64::from(tid),
+                ..Label::default()
+            },
+        ];
+        if let Some(t) = thread {
+            label.push(Label {
+                key: pid_key,
+                num: i64::from(t.pid),
+                ..Label::default()
+            });
+        }
+        let n = n as i64;
+        b.profile.sample.push(Sample {
+            location_id: locations,
+            value: vec![n, n.saturating_mul(period as i64)],
+            label,
+        });
+    }
+    b.profile
+}
+
+/// The gzipped encoding of [`profile`]. The gzip header carries no time or name, so the
+/// bytes depend on the input only.
+pub fn encode(slice: &Slice) -> Result<Vec<u8>, ExportError> {
+    let raw = prost::Message::encode_to_vec(&profile(slice));
+    let render = |source| ExportError::Render {
+        what: "pprof profile",
+        source,
+    };
+    let mut gz = GzBuilder::new()
+        .mtime(0)
+        .write(Vec::with_capacity(raw.len() / 4), Compression::default());
+    gz.write_all(&raw).map_err(render)?;
+    gz.finish().map_err(render)
+}

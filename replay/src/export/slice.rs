@@ -1,0 +1,259 @@
+//! The part of a scanned capture that a [`Selection`] keeps, folded into stacks of names:
+//! what every output format is written from, so they all agree.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write;
+
+use hotspot_format::StackId;
+
+use super::error::ExportError;
+use super::scan::Scan;
+use super::selection::Selection;
+use crate::names::FrameName;
+use crate::profile::{Filter, Folded, StackNames};
+use crate::sanitize::display;
+
+/// Frame shown for samples whose stack has no frame left (for instance only kernel
+/// frames, with `--no-kernel`), so stack formats keep the report's total.
+pub const NO_FRAMES: &str = "[no frames]";
+/// Frame shown for samples whose stack the capture does not define (a damaged block).
+pub const LOST_STACK: &str = "[stack lost to damage]";
+
+/// A selection applied to a scan.
+#[derive(Debug)]
+pub struct Slice<'a> {
+    pub scan: &'a Scan,
+    pub selection: Selection,
+    /// The selection resolved against the capture (thread names turned into tids).
+    pub filter: Filter,
+    pub folded: Folded,
+    /// Selected samples per thread.
+    pub thread_samples: BTreeMap<u32, u64>,
+}
+
+impl<'a> Slice<'a> {
+    /// Checks the selection against the capture and folds what it keeps. Fails for a
+    /// thread or process the capture does not have.
+    pub fn new(scan: &'a Scan, selection: &Selection) -> Result<Slice<'a>, ExportError> {
+        let capture = &scan.capture;
+        let known_tids: BTreeSet<u32> = capture
+            .threads
+            .keys()
+            .chain(scan.thread_samples.keys())
+            .copied()
+            .collect();
+        let mut tids: BTreeSet<u32> = BTreeSet::new();
+        for &tid in &selection.tids {
+            if !known_tids.contains(&tid) {
+                return Err(ExportError::UnknownThread(format!(
+                    "--tid {tid}: the capture has {}",
+                    thread_list(scan)
+                )));
+            }
+            tids.insert(tid);
+        }
+        for name in &selection.threads {
+            let matching: Vec<u32> = capture
+                .threads
+                .values()
+                .filter(|t| t.names.iter().any(|(_, n)| n == name))
+                .map(|t| t.tid)
+                .collect();
+            if matching.is_empty() {
+                return Err(ExportError::UnknownThread(format!(
+                    "'{}': the capture has {}",
+                    display(name),
+                    thread_list(scan)
+                )));
+            }
+            tids.extend(matching);
+        }
+        let known_pids: BTreeSet<u32> = capture
+            .processes
+            .keys()
+            .copied()
+            .chain(capture.threads.values().map(|t| t.pid))
+            .collect();
+        for &pid in &selection.pids {
+            if !known_pids.contains(&pid) {
+                let list: Vec<String> = known_pids.iter().map(u32::to_string).collect();
+                return Err(ExportError::UnknownProcess(format!(
+                    "--pid {pid}: the capture has {}",
+                    if list.is_empty() {
+                        "no processes".to_string()
+                    } else {
+                        format!("pids {}", list.join(", "))
+                    }
+                )));
+            }
+        }
+        let filter = Filter {
+            from_ns: scan.from_ns,
+            to_ns: scan.to_ns,
+            tids: (!selection.tids.is_empty() || !selection.threads.is_empty())
+                .then(|| tids.iter().copied().collect()),
+            pids: (!selection.pids.is_empty()).then(|| selection.pids.iter().copied().collect()),
+            no_kernel: selection.no_kernel,
+        };
+        let mut slice = Slice {
+            scan,
+            selection: selection.clone(),
+            filter,
+            folded: Folded::default(),
+            thread_samples: BTreeMap::new(),
+        };
+        slice.fold();
+        Ok(slice)
+    }
+
+    /// Whether samples of `tid` are selected (the time window was applied while reading).
+    pub fn keeps(&self, tid: u32) -> bool {
+        if self.filter.tids.as_ref().is_some_and(|t| !t.contains(&tid)) {
+            return false;
+        }
+        match &self.filter.pids {
+            Some(pids) => self
+                .scan
+                .capture
+                .threads
+                .get(&tid)
+                .is_some_and(|t| pids.contains(&t.pid)),
+            None => true,
+        }
+    }
+
+    /// Selected samples per (tid, stack), in that order.
+    pub fn tally(&self) -> impl Iterator<Item = (u32, StackId, u64)> + '_ {
+        self.scan
+            .tally
+            .iter()
+            .filter(|((tid, _), _)| self.keeps(*tid))
+            .map(|(&(tid, stack), &n)| (tid, stack, n))
+    }
+
+    /// The same folding as [`crate::profile::fold`], from the tallies.
+    fn fold(&mut self) {
+        let mut per_stack: HashMap<StackId, u64> = HashMap::new();
+        let mut threads: BTreeMap<u32, u64> = BTreeMap::new();
+        for (tid, stack, n) in self.tally() {
+            *per_stack.entry(stack).or_default() += n;
+            *threads.entry(tid).or_default() += n;
+        }
+        let mut names = StackNames::default();
+        let mut out = Folded::default();
+        for (id, n) in per_stack {
+            out.total += n;
+            match self.names(&mut names, id) {
+                Some(key) => *out.stacks.entry(key).or_default() += n,
+                None => out.unknown_stacks += n,
+            }
+        }
+        self.folded = out;
+        self.thread_samples = threads;
+    }
+
+    /// The logical frames of a stack, root first, with kernel frames dropped under
+    /// `--no-kernel`; `None` when the capture does not define the stack.
+    pub fn names(&self, cache: &mut StackNames, id: StackId) -> Option<Vec<FrameName>> {
+        let frames = cache.get(&self.scan.capture, id)?;
+        Some(if self.filter.no_kernel {
+            frames.iter().filter(|f| !f.kernel).cloned().collect()
+        } else {
+            frames.clone()
+        })
+    }
+
+    /// The folded stacks with every selected sample placed: an empty stack becomes
+    /// [`NO_FRAMES`] and an undefined one [`LOST_STACK`], so totals match the report.
+    pub fn stacks(&self) -> BTreeMap<Vec<FrameName>, u64> {
+        let mut out = BTreeMap::new();
+        for (stack, &n) in &self.folded.stacks {
+            let key = if stack.is_empty() {
+                vec![placeholder(NO_FRAMES)]
+            } else {
+                stack.clone()
+            };
+            *out.entry(key).or_default() += n;
+        }
+        if self.folded.unknown_stacks > 0 {
+            *out.entry(vec![placeholder(LOST_STACK)]).or_default() += self.folded.unknown_stacks;
+        }
+        out
+    }
+
+    /// Sampling period in ns (1e9 / frequency), 0 when the frequency is unknown.
+    pub fn period_ns(&self) -> u64 {
+        period_ns(self.scan)
+    }
+
+    /// The capture's file name, sanitised (what titles show).
+    pub fn file_name(&self) -> String {
+        file_name(self.scan)
+    }
+
+    /// Seconds covered: the window if one was given, else the capture's sample span.
+    pub fn duration_s(&self) -> f64 {
+        let span = match (self.scan.from_ns, self.scan.to_ns, self.scan.span) {
+            (None, None, s) => s,
+            (f, t, Some((a, b))) => Some((f.unwrap_or(a).max(a), t.unwrap_or(b).min(b))),
+            (_, _, None) => None,
+        };
+        span.map_or(0.0, |(a, b)| b.saturating_sub(a) as f64 / 1e9)
+    }
+
+    /// "name (tid N)" for a thread, sanitised.
+    pub fn thread_label(&self, tid: u32) -> String {
+        match self.scan.capture.threads.get(&tid) {
+            Some(t) if !t.name().is_empty() => format!("{} (tid {tid})", display(t.name())),
+            _ => format!("tid {tid}"),
+        }
+    }
+}
+
+/// Sampling period in ns (1e9 / frequency), 0 when the frequency is unknown.
+pub fn period_ns(scan: &Scan) -> u64 {
+    super::json::session_of(&scan.capture).map_or(0, |s| s.period_ns)
+}
+
+/// The capture's file name, sanitised.
+pub fn file_name(scan: &Scan) -> String {
+    super::json::capture_info_of(&scan.capture).file
+}
+
+/// A frame that stands for samples without a real one.
+pub fn placeholder(name: &str) -> FrameName {
+    FrameName {
+        function: name.to_string(),
+        module: String::new(),
+        file: None,
+        line: 0,
+        kernel: false,
+    }
+}
+
+/// The capture's threads, busiest first, for error messages.
+fn thread_list(scan: &Scan) -> String {
+    let mut threads: Vec<(u64, u32)> = scan
+        .capture
+        .threads
+        .keys()
+        .map(|&tid| (scan.thread_samples.get(&tid).copied().unwrap_or(0), tid))
+        .collect();
+    threads.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    if threads.is_empty() {
+        return "no threads".to_string();
+    }
+    let mut s = String::from("threads ");
+    for (i, (_, tid)) in threads.iter().enumerate() {
+        if i == 8 {
+            let _ = write!(s, ", … ({} in all)", threads.len());
+            break;
+        }
+        if i > 0 {
+            s.push_str(", ");
+        }
+        let name = scan.capture.threads.get(tid).map_or("", |t| t.name());
+        let _ = write!(s, "{} (tid {tid})", display(name));
+    }
+    s
+}

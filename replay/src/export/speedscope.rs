@@ -1,0 +1,165 @@
+//! `report --format speedscope`: speedscope's file format
+//! (`https://www.speedscope.app/file-format-schema.json`), one sampled profile per thread.
+//!
+//! Samples keep their time order, consecutive samples of the same stack merged into one
+//! weighted entry, so speedscope's "Time Order" view is a real timeline; weights are
+//! nanoseconds (samples × period). Frames are functions (name + module), their file the
+//! source file when known, else the module.
+
+use std::collections::{BTreeMap, HashMap};
+
+use hotspot_format::StackId;
+use serde::Serialize;
+
+use super::slice::{LOST_STACK, NO_FRAMES, Slice, placeholder};
+use crate::flat::FunctionKey;
+use crate::names::FrameName;
+use crate::profile::StackNames;
+use crate::sanitize::display;
+
+/// The `$schema` value speedscope checks.
+pub const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
+
+#[derive(Serialize)]
+struct File {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    shared: Shared,
+    profiles: Vec<Profile>,
+    name: String,
+    #[serde(rename = "activeProfileIndex")]
+    active_profile_index: usize,
+    exporter: String,
+}
+
+#[derive(Serialize)]
+struct Shared {
+    frames: Vec<Frame>,
+}
+
+#[derive(Serialize)]
+struct Frame {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Profile {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: String,
+    unit: &'static str,
+    #[serde(rename = "startValue")]
+    start_value: u64,
+    #[serde(rename = "endValue")]
+    end_value: u64,
+    /// Frame indices, root first.
+    samples: Vec<Vec<usize>>,
+    weights: Vec<u64>,
+}
+
+#[derive(Default)]
+struct Frames {
+    list: Vec<Frame>,
+    index: HashMap<FunctionKey, usize>,
+}
+
+impl Frames {
+    fn get(&mut self, f: &FrameName) -> usize {
+        let key = crate::tree::key_of(f);
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        let i = self.list.len();
+        let file = f.file.as_deref().unwrap_or(&f.module);
+        self.list.push(Frame {
+            name: display(&f.function),
+            file: (!file.is_empty()).then(|| display(file)),
+        });
+        self.index.insert(key, i);
+        i
+    }
+}
+
+/// The speedscope JSON document, newline-terminated.
+pub fn render(slice: &Slice) -> String {
+    let period = slice.period_ns();
+    let (unit, weight) = if period > 0 {
+        ("nanoseconds", period)
+    } else {
+        ("none", 1)
+    };
+    // Each thread's samples in time order; without the order (not kept while reading),
+    // one entry per distinct stack.
+    let mut per_thread: BTreeMap<u32, Vec<(u64, StackId, u64)>> = BTreeMap::new();
+    match &slice.scan.order {
+        Some(order) => {
+            for &(time, tid, stack) in order {
+                if slice.keeps(tid) {
+                    per_thread.entry(tid).or_default().push((time, stack, 1));
+                }
+            }
+        }
+        None => {
+            for (tid, stack, n) in slice.tally() {
+                per_thread.entry(tid).or_default().push((0, stack, n));
+            }
+        }
+    }
+    let mut frames = Frames::default();
+    let mut cache = StackNames::default();
+    let mut stacks: HashMap<StackId, Vec<usize>> = HashMap::new();
+    let mut profiles = Vec::new();
+    for (tid, mut samples) in per_thread {
+        samples.sort_by_key(|s| s.0);
+        let mut profile = Profile {
+            kind: "sampled",
+            name: slice.thread_label(tid),
+            unit,
+            start_value: 0,
+            end_value: 0,
+            samples: Vec::new(),
+            weights: Vec::new(),
+        };
+        let mut last: Option<StackId> = None;
+        for (_, stack, n) in samples {
+            let w = n * weight;
+            profile.end_value += w;
+            if last == Some(stack) {
+                if let Some(x) = profile.weights.last_mut() {
+                    *x += w;
+                }
+                continue;
+            }
+            last = Some(stack);
+            let indices = stacks.entry(stack).or_insert_with(|| {
+                let names = match slice.names(&mut cache, stack) {
+                    Some(n) if n.is_empty() => vec![placeholder(NO_FRAMES)],
+                    Some(n) => n,
+                    None => vec![placeholder(LOST_STACK)],
+                };
+                names.iter().map(|f| frames.get(f)).collect()
+            });
+            profile.samples.push(indices.clone());
+            profile.weights.push(w);
+        }
+        profiles.push(profile);
+    }
+    let active = profiles
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.end_value.cmp(&b.1.end_value).then(b.0.cmp(&a.0)))
+        .map_or(0, |(i, _)| i);
+    let file = File {
+        schema: SCHEMA_URL,
+        shared: Shared { frames: frames.list },
+        profiles,
+        name: slice.file_name(),
+        active_profile_index: active,
+        exporter: format!("hotspot {}", env!("CARGO_PKG_VERSION")),
+    };
+    let mut s = serde_json::to_string(&file).unwrap_or_default();
+    s.push('\n');
+    s
+}
