@@ -1,0 +1,140 @@
+//! `report --format pprof` read by a real consumer: `go tool pprof -top` (Debian's
+//! golang-go) lists the same functions with the same counts as `hotspot report`; and the
+//! profile's own fields (sample types, period, mappings with build-ids) are as documented.
+
+mod export_common;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::process::Command;
+
+use export_common::{run, scan, tmp, with_slice};
+use hotspot_replay::export::{Selection, pprof};
+use hotspot_replay::flat::flat;
+
+/// `go tool pprof -top` rows: function name → (flat, cum) in samples.
+fn pprof_top(file: &std::path::Path, home: &std::path::Path) -> (u64, BTreeMap<String, (u64, u64)>) {
+    let out = run(Command::new("go")
+        .args(["tool", "pprof", "-top", "-sample_index=samples", "-symbolize=none"])
+        .args(["-nodecount=100000", "-nodefraction=0", "-edgefraction=0"])
+        .arg(file)
+        .env("HOME", home)
+        .env("PPROF_TMPDIR", home));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let total = text
+        .lines()
+        .find_map(|l| l.split("Total samples = ").nth(1))
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no total in pprof output:\n{text}"));
+    let mut rows = BTreeMap::new();
+    let mut in_table = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("flat") {
+            in_table = true;
+            continue;
+        }
+        if !in_table {
+            continue;
+        }
+        // flat flat% sum% cum cum% name (the name may contain spaces)
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() < 6 {
+            continue;
+        }
+        let flat: u64 = fields[0].parse().expect("flat");
+        let cum: u64 = fields[3].parse().expect("cum");
+        rows.insert(fields[5..].join(" "), (flat, cum));
+    }
+    (total, rows)
+}
+
+#[test]
+fn go_tool_pprof_agrees_with_the_report() {
+    for name in ["split7030.hsp", "phased-report.hsp"] {
+        for no_kernel in [false, true] {
+            let sel = Selection {
+                no_kernel,
+                ..Selection::default()
+            };
+            let dir = tmp(&format!("pprof-{name}-{no_kernel}"));
+            let file = dir.join("profile.pb.gz");
+            let (total, rows) = with_slice(name, &sel, false, |s| {
+                std::fs::write(&file, pprof::encode(s).expect("encode")).expect("write");
+                (s.folded.total, flat(&s.folded))
+            });
+            let (pprof_total, pprof_rows) = pprof_top(&file, &dir);
+            assert_eq!(pprof_total, total, "{name}: total samples");
+            // pprof merges functions by name; compare the names that are unique here.
+            let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+            for r in &rows {
+                *count.entry(r.key.function.as_str()).or_default() += 1;
+            }
+            let mut compared = 0;
+            for r in rows.iter().filter(|r| count[r.key.function.as_str()] == 1) {
+                let got = pprof_rows.get(&r.key.function).copied();
+                assert_eq!(
+                    got,
+                    Some((r.self_samples, r.total_samples)),
+                    "{name} (no_kernel {no_kernel}): {} flat/cum",
+                    r.key.function
+                );
+                compared += 1;
+            }
+            assert!(compared >= 8, "{name}: compared only {compared} functions");
+            // The top functions by self samples, in order, are the same.
+            let ours: Vec<&str> = rows.iter().take(3).map(|r| r.key.function.as_str()).collect();
+            let mut theirs: Vec<(&String, &(u64, u64))> = pprof_rows.iter().collect();
+            theirs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let theirs: Vec<&str> = theirs.iter().take(3).map(|(n, _)| n.as_str()).collect();
+            assert_eq!(ours, theirs, "{name}: top 3");
+        }
+    }
+}
+
+#[test]
+fn profile_fields_are_as_documented() {
+    let sel = Selection::default();
+    let s = scan("split7030.hsp", &sel, false);
+    let slice = hotspot_replay::export::Slice::new(&s, &sel).expect("slice");
+    let gz = pprof::encode(&slice).expect("encode");
+    assert_eq!(&gz[..2], &[0x1f, 0x8b], "gzip magic");
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut raw)
+        .expect("gunzip");
+    let p: pprof::Profile = prost::Message::decode(&raw[..]).expect("decode");
+    let st = |i: i64| p.string_table[i as usize].as_str();
+    assert_eq!(st(0), "");
+    let types: Vec<(&str, &str)> = p.sample_type.iter().map(|t| (st(t.r#type), st(t.unit))).collect();
+    assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
+    let period_type = p.period_type.as_ref().expect("period type");
+    assert_eq!((st(period_type.r#type), st(period_type.unit)), ("cpu", "nanoseconds"));
+    assert_eq!(p.period, 2_004_008, "1e9 / 499 Hz");
+    let total: i64 = p.sample.iter().map(|s| s.value[0]).sum();
+    assert_eq!(total as u64, slice.folded.total);
+    for smp in &p.sample {
+        assert_eq!(smp.value[1], smp.value[0] * p.period);
+    }
+    // The profiled executable comes first, with the build-id the capture recorded.
+    let first = &p.mapping[0];
+    assert!(st(first.filename).ends_with("/split7030"), "{}", st(first.filename));
+    let module = s
+        .capture
+        .modules
+        .values()
+        .find(|m| m.path == st(first.filename))
+        .expect("module");
+    let hex: String = module.build_id.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(st(first.build_id), hex);
+    assert_eq!(hex.len(), 40, "sha1 build-id");
+    assert!(first.has_functions && first.has_line_numbers);
+    // Locations name functions with file:line.
+    let f = p
+        .function
+        .iter()
+        .find(|f| st(f.name) == "hot_leaf")
+        .expect("hot_leaf");
+    assert!(st(f.filename).ends_with("split7030.c"));
+    assert!(p.location.iter().any(|l| l.line.iter().any(|x| x.function_id == f.id && x.line > 0)));
+}
