@@ -32,6 +32,12 @@ const SAMPLE_RAW_ESTIMATE: usize = 6;
 const BLOCK_OWN_RECORDS: usize = MAX_BLOCK_RECORDS / 2 - 4;
 
 /// Writes a capture to any `Write`.
+///
+/// Dropping a writer without [`finish`](Writer::finish) leaves what a crash would: every
+/// block written so far is complete and readable; what was buffered is lost. After an I/O
+/// error the writer should be dropped: the failed block may be partly written.
+/// `Index` and `End` records are written by the writer itself; pushing them is accepted
+/// (they are copied verbatim) but only useful to tools that rewrite captures.
 pub struct Writer<W: Write> {
     out: W,
     session: SessionHeader,

@@ -73,3 +73,31 @@ fn two_bytes_per_sample_when_the_jitter_allows() {
         }
     }
 }
+
+/// For information: the cost when a recorder flushes a block every second (as for a live
+/// view), so each block holds ~1000 samples and pays its own framing and entropy tables.
+#[test]
+fn cost_with_one_block_per_second() {
+    let cfg = Config::default();
+    let mut w = Writer::new(Vec::new(), synthetic::session(&cfg)).unwrap();
+    for d in synthetic::definitions(&cfg, &mut |s| w.intern(s)) {
+        w.push(d).unwrap();
+    }
+    w.flush_block().unwrap();
+    w.flush_block().unwrap();
+    let samples = synthetic::samples(&cfg);
+    let mut before = 0;
+    for (i, chunk) in samples.chunks(998).enumerate() {
+        if i == 1 {
+            before = w.bytes_written();
+        }
+        for &s in chunk {
+            w.push_sample(s).unwrap();
+        }
+        w.flush_block().unwrap();
+    }
+    let n = samples.len() - 998;
+    let bps = (w.bytes_written() - before) as f64 / n as f64;
+    println!("σ=2000 ns, one block per second: {bps:.3} bytes/sample over {n} samples");
+    assert!(bps < 3.5, "{bps:.3}");
+}
