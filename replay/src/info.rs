@@ -143,7 +143,14 @@ pub fn hint(m: &Module) -> String {
         }
         ModuleKind::Vdso => "the vDSO has no symbols to give".to_string(),
         ModuleKind::Elf => {
-            let glibc = ["libc.so", "libm.so", "ld-linux", "libpthread", "libdl.so", "librt.so"];
+            let glibc = [
+                "libc.so",
+                "libm.so",
+                "ld-linux",
+                "libpthread",
+                "libdl.so",
+                "librt.so",
+            ];
             if glibc.iter().any(|g| name.starts_with(g)) {
                 "install libc6-dbg (Debian/Ubuntu) before recording".to_string()
             } else if ["/usr/", "/lib", "/bin/", "/sbin/"]

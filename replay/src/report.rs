@@ -27,11 +27,7 @@ pub fn text(slice: &Slice, top: usize) -> String {
         let _ = write!(o, ", {} lost", scan.capture.lost);
     }
     if folded.unknown_stacks > 0 {
-        let _ = write!(
-            o,
-            ", {} with stacks lost to damage",
-            folded.unknown_stacks
-        );
+        let _ = write!(o, ", {} with stacks lost to damage", folded.unknown_stacks);
     }
     o.push('\n');
     if !slice.selection.is_everything() {

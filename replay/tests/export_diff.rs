@@ -10,7 +10,10 @@ use serde_json::Value;
 
 fn compare<T>(f: impl FnOnce(&Slice, &Slice) -> T) -> T {
     let sel = Selection::default();
-    let (b, n) = (scan("split7030.hsp", &sel, false), scan("split3070.hsp", &sel, false));
+    let (b, n) = (
+        scan("split7030.hsp", &sel, false),
+        scan("split3070.hsp", &sel, false),
+    );
     let base = Slice::new(&b, &sel).expect("base");
     let new = Slice::new(&n, &sel).expect("new");
     f(&base, &new)
@@ -18,7 +21,7 @@ fn compare<T>(f: impl FnOnce(&Slice, &Slice) -> T) -> T {
 
 #[test]
 fn the_shift_has_the_right_sign_and_size() {
-    let d = compare(|b, n| diff::diff(b, n));
+    let d = compare(diff::diff);
     let find = |f: &str| {
         d.changes
             .iter()
@@ -26,9 +29,18 @@ fn the_shift_has_the_right_sign_and_size() {
             .unwrap_or_else(|| panic!("{f} missing"))
     };
     // 70% → 30%: about −40 points of self share; leaves carry nearly all the time.
-    for (f, sign) in [("hot_leaf", -1.0), ("cold_leaf", 1.0), ("hot_a", -1.0), ("cold_a", 1.0)] {
+    for (f, sign) in [
+        ("hot_leaf", -1.0),
+        ("cold_leaf", 1.0),
+        ("hot_a", -1.0),
+        ("cold_a", 1.0),
+    ] {
         let c = find(f);
-        let delta = if f.ends_with("leaf") { c.delta_self } else { c.delta_total };
+        let delta = if f.ends_with("leaf") {
+            c.delta_self
+        } else {
+            c.delta_total
+        };
         assert!(
             (delta * sign - 40.0).abs() < 8.0,
             "{f}: change {delta:+.2} points, expected {:+.0} ± 8",
@@ -36,13 +48,25 @@ fn the_shift_has_the_right_sign_and_size() {
         );
     }
     // Sorted by the size of the change: the two leaves lead.
-    let first: Vec<&str> = d.changes[..2].iter().map(|c| c.key.function.as_str()).collect();
-    assert!(first.contains(&"hot_leaf") && first.contains(&"cold_leaf"), "{first:?}");
+    let first: Vec<&str> = d.changes[..2]
+        .iter()
+        .map(|c| c.key.function.as_str())
+        .collect();
+    assert!(
+        first.contains(&"hot_leaf") && first.contains(&"cold_leaf"),
+        "{first:?}"
+    );
     for w in d.changes.windows(2) {
         assert!(w[0].delta_self.abs() >= w[1].delta_self.abs());
     }
     // Matched by name and module: one row per function, not one per capture.
-    assert_eq!(d.changes.iter().filter(|c| c.key.function == "hot_leaf").count(), 1);
+    assert_eq!(
+        d.changes
+            .iter()
+            .filter(|c| c.key.function == "hot_leaf")
+            .count(),
+        1
+    );
     let text = diff::text(&d, 5);
     let first_row = text.lines().nth(3).expect("row");
     assert!(first_row.contains("_leaf"), "{text}");
@@ -72,8 +96,14 @@ fn json_and_folded_forms() {
     let (mut a, mut b) = (0, 0);
     for line in folded.lines() {
         let mut parts = line.rsplitn(3, ' ');
-        let new: u64 = parts.next().and_then(|x| x.parse().ok()).expect("new count");
-        let base: u64 = parts.next().and_then(|x| x.parse().ok()).expect("base count");
+        let new: u64 = parts
+            .next()
+            .and_then(|x| x.parse().ok())
+            .expect("new count");
+        let base: u64 = parts
+            .next()
+            .and_then(|x| x.parse().ok())
+            .expect("base count");
         assert!(parts.next().is_some_and(|s| !s.is_empty()));
         a += base;
         b += new;

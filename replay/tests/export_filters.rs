@@ -25,11 +25,18 @@ fn phase_functions(sel: &Selection) -> (Vec<String>, Vec<String>, u64) {
     let s = scan(CAPTURE, sel, false);
     let slice = Slice::new(&s, sel).unwrap_or_else(|e| panic!("{e}"));
     let rows = flat(&slice.folded);
-    let top: Vec<String> = rows.iter().take(1).map(|r| r.key.function.clone()).collect();
+    let top: Vec<String> = rows
+        .iter()
+        .take(1)
+        .map(|r| r.key.function.clone())
+        .collect();
     let all: Vec<String> = rows
         .iter()
         .map(|r| r.key.function.clone())
-        .filter(|f| f.starts_with('p') && (f.contains("_leaf") || f.contains("_work") || f.starts_with("phase_")))
+        .filter(|f| {
+            f.starts_with('p')
+                && (f.contains("_leaf") || f.contains("_work") || f.starts_with("phase_"))
+        })
         .collect();
     (top, all, slice.folded.total)
 }
@@ -40,7 +47,11 @@ fn chain(phase: &str) -> [String; 3] {
         "p2" => "two",
         _ => "three",
     };
-    [format!("{phase}_leaf"), format!("{phase}_work"), format!("phase_{word}")]
+    [
+        format!("{phase}_leaf"),
+        format!("{phase}_work"),
+        format!("phase_{word}"),
+    ]
 }
 
 #[test]
@@ -100,43 +111,93 @@ fn wall_clock_times_select_the_same_samples() {
 fn thread_pid_and_kernel_filters() {
     let all = scan(CAPTURE, &Selection::default(), false);
     let (&tid, thread) = all.capture.threads.iter().next().expect("a thread");
-    let everything = Slice::new(&all, &Selection::default()).expect("slice").folded.total;
+    let everything = Slice::new(&all, &Selection::default())
+        .expect("slice")
+        .folded
+        .total;
     for sel in [
-        Selection { tids: vec![tid], ..Selection::default() },
-        Selection { threads: vec![thread.name().to_string()], ..Selection::default() },
-        Selection { pids: vec![thread.pid], ..Selection::default() },
+        Selection {
+            tids: vec![tid],
+            ..Selection::default()
+        },
+        Selection {
+            threads: vec![thread.name().to_string()],
+            ..Selection::default()
+        },
+        Selection {
+            pids: vec![thread.pid],
+            ..Selection::default()
+        },
     ] {
         let slice = Slice::new(&all, &sel).expect("known thread");
         assert_eq!(slice.folded.total, everything, "{sel:?}");
     }
-    let no_kernel = Selection { no_kernel: true, ..Selection::default() };
+    let no_kernel = Selection {
+        no_kernel: true,
+        ..Selection::default()
+    };
     let slice = Slice::new(&all, &no_kernel).expect("slice");
-    assert_eq!(slice.folded.total, everything, "kernel samples count for their user caller");
+    assert_eq!(
+        slice.folded.total, everything,
+        "kernel samples count for their user caller"
+    );
     assert!(flat(&slice.folded).iter().all(|r| !r.key.kernel));
-    assert!(flat(&Slice::new(&all, &Selection::default()).expect("s").folded).iter().any(|r| r.key.kernel));
+    assert!(
+        flat(&Slice::new(&all, &Selection::default()).expect("s").folded)
+            .iter()
+            .any(|r| r.key.kernel)
+    );
 }
 
 #[test]
 fn unknown_threads_and_empty_ranges_are_errors() {
     let all = scan(CAPTURE, &Selection::default(), false);
     let err = |sel: Selection| Slice::new(&all, &sel).err().map(|e| e.to_string());
-    let e = err(Selection { threads: vec!["nope".into()], ..Selection::default() });
-    assert!(e.as_deref().is_some_and(|e| e.starts_with("unknown thread 'nope'") && e.contains("phased (tid ")), "{e:?}");
-    let e = err(Selection { tids: vec![1], ..Selection::default() });
-    assert!(e.as_deref().is_some_and(|e| e.starts_with("unknown thread --tid 1")), "{e:?}");
-    let e = err(Selection { pids: vec![1], ..Selection::default() });
-    assert!(e.as_deref().is_some_and(|e| e.starts_with("unknown process --pid 1")), "{e:?}");
+    let e = err(Selection {
+        threads: vec!["nope".into()],
+        ..Selection::default()
+    });
+    assert!(
+        e.as_deref()
+            .is_some_and(|e| e.starts_with("unknown thread 'nope'") && e.contains("phased (tid ")),
+        "{e:?}"
+    );
+    let e = err(Selection {
+        tids: vec![1],
+        ..Selection::default()
+    });
+    assert!(
+        e.as_deref()
+            .is_some_and(|e| e.starts_with("unknown thread --tid 1")),
+        "{e:?}"
+    );
+    let e = err(Selection {
+        pids: vec![1],
+        ..Selection::default()
+    });
+    assert!(
+        e.as_deref()
+            .is_some_and(|e| e.starts_with("unknown process --pid 1")),
+        "{e:?}"
+    );
 
     let open = |from: f64, to: Option<f64>| {
         Scan::open(
             &export_common::capture(CAPTURE),
-            ScanOptions { from: Some(offset(from)), to: to.map(offset), keep_order: false },
+            ScanOptions {
+                from: Some(offset(from)),
+                to: to.map(offset),
+                keep_order: false,
+            },
             &mut |_, _| {},
         )
     };
     match open(100.0, None) {
         Err(ExportError::EmptyRange(m)) => {
-            assert!(m.contains("no samples after 100.000 s") && m.contains("run from"), "{m}")
+            assert!(
+                m.contains("no samples after 100.000 s") && m.contains("run from"),
+                "{m}"
+            )
         }
         other => panic!("expected an empty range, got {other:?}"),
     }
@@ -144,7 +205,10 @@ fn unknown_threads_and_empty_ranges_are_errors() {
         Err(ExportError::EmptyRange(m)) => assert!(m.contains("is not before"), "{m}"),
         other => panic!("expected an empty range, got {other:?}"),
     }
-    for e in [ExportError::EmptyRange("x".into()), ExportError::UnknownThread("y".into())] {
+    for e in [
+        ExportError::EmptyRange("x".into()),
+        ExportError::UnknownThread("y".into()),
+    ] {
         assert_eq!(e.to_string().lines().count(), 1);
     }
 }

@@ -15,7 +15,7 @@ fn commas(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -30,13 +30,15 @@ fn folded_lines_are_root_first_and_add_up() {
             no_kernel,
             ..Selection::default()
         };
-        let (text, total) = with_slice("split7030.hsp", &sel, false, |s| (folded::text(s), s.folded.total));
+        let (text, total) = with_slice("split7030.hsp", &sel, false, |s| {
+            (folded::text(s), s.folded.total)
+        });
         let mut sum = 0;
         let mut previous = String::new();
         for line in text.lines() {
             let (stack, n) = line.rsplit_once(' ').expect("stack count");
             sum += n.parse::<u64>().expect("count");
-            assert!(stack.to_string() > previous, "sorted, no duplicates");
+            assert!(*stack > *previous, "sorted, no duplicates");
             previous = stack.to_string();
             assert!(!stack.contains("0x"), "names, not addresses: {stack}");
         }
@@ -56,7 +58,10 @@ fn inferno_draws_the_folded_stacks_with_the_same_total() {
     inferno::flamegraph::from_lines(&mut options, text.lines(), &mut out).expect("inferno");
     let svg = String::from_utf8(out).expect("utf-8");
     assert!(
-        svg.contains(&format!("<title>all ({} samples, 100%)</title>", commas(total))),
+        svg.contains(&format!(
+            "<title>all ({} samples, 100%)</title>",
+            commas(total)
+        )),
         "the root frame holds {total} samples"
     );
 }
@@ -65,14 +70,21 @@ fn inferno_draws_the_folded_stacks_with_the_same_total() {
 fn svg_is_well_formed_with_every_top_function() {
     for name in ["split7030.hsp", "phased-report.hsp"] {
         let (bytes, rows, total) = with_slice(name, &Selection::default(), false, |s| {
-            (svg::render(s).expect("svg"), flat(&s.folded), s.folded.total)
+            (
+                svg::render(s).expect("svg"),
+                flat(&s.folded),
+                s.folded.total,
+            )
         });
         let dir = tmp(&format!("svg-{name}"));
         let path = dir.join("flame.svg");
         std::fs::write(&path, &bytes).expect("write");
         run(Command::new("xmllint").arg("--noout").arg(&path));
         let svg = String::from_utf8(bytes).expect("utf-8");
-        assert!(svg.contains("<svg") && svg.contains("function search("), "interactive");
+        assert!(
+            svg.contains("<svg") && svg.contains("function search("),
+            "interactive"
+        );
         assert!(svg.contains(&format!("all ({} samples, 100%)", commas(total))));
         for r in rows.iter().filter(|r| r.total_samples * 100 >= total) {
             assert!(

@@ -17,8 +17,15 @@ fn sizes_add_up_to_the_file() {
         let s = export_common::scan(name, &Selection::default(), false);
         let z = &s.sizes;
         let disk: u64 = z.kinds.values().map(|k| k.disk_bytes).sum();
-        assert_eq!(z.file_header + disk + z.unattributed + z.damaged, z.file, "{name}");
-        assert_eq!(z.file, std::fs::metadata(capture(name)).expect("meta").len());
+        assert_eq!(
+            z.file_header + disk + z.unattributed + z.damaged,
+            z.file,
+            "{name}"
+        );
+        assert_eq!(
+            z.file,
+            std::fs::metadata(capture(name)).expect("meta").len()
+        );
         let samples = &z.kinds[&hotspot_format::kind::SAMPLES];
         assert!(samples.records > 0 && samples.raw_bytes > samples.disk_bytes / 2);
         // Every record the capture counted is in the breakdown.
@@ -33,7 +40,12 @@ fn coverage_is_measured_per_module() {
     let s = export_common::scan("split7030.hsp", &Selection::default(), false);
     let cov = info::coverage(&info::Facts::of_scan(&s));
     assert_eq!(cov.samples, s.samples);
-    assert!(cov.named * 100 >= cov.samples * 95, "{} of {}", cov.named, cov.samples);
+    assert!(
+        cov.named * 100 >= cov.samples * 95,
+        "{} of {}",
+        cov.named,
+        cov.samples
+    );
     let main = cov.modules.first().expect("a module");
     assert_eq!(main.module, "split7030", "busiest module first");
     assert_eq!(main.named, main.samples);
@@ -51,8 +63,14 @@ fn a_cut_capture_says_where_it_stops() {
     let s = scan_bytes(cut);
     assert!(s.samples < whole.samples);
     let text = info::scan_text(&s);
-    let ending = text.lines().find(|l| l.starts_with("ending:")).expect("ending line");
-    assert!(ending.contains("truncated") && ending.contains("at offset"), "{ending}");
+    let ending = text
+        .lines()
+        .find(|l| l.starts_with("ending:"))
+        .expect("ending line");
+    assert!(
+        ending.contains("truncated") && ending.contains("at offset"),
+        "{ending}"
+    );
     assert!(ending.contains("the last sample is at"), "{ending}");
     let v: serde_json::Value = serde_json::from_str(&info::scan_json(&s)).expect("json");
     assert_eq!(v["ending"]["clean"], false);
@@ -60,6 +78,9 @@ fn a_cut_capture_says_where_it_stops() {
     assert_eq!(v["capture"]["ending"], "truncated");
     let z = &s.sizes;
     let disk: u64 = z.kinds.values().map(|k| k.disk_bytes).sum();
-    assert_eq!(z.file_header + disk + z.unattributed + z.damaged, cut.len() as u64);
+    assert_eq!(
+        z.file_header + disk + z.unattributed + z.damaged,
+        cut.len() as u64
+    );
     let _ = tmp("info-cut");
 }

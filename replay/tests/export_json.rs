@@ -41,10 +41,22 @@ fn report_json_matches_the_documented_schema() {
         "report_schema",
         "hotspot-report",
         &[
-            ("split7030.json", report("split7030.hsp", &Selection::default(), None)),
-            ("split3070-top3.json", report("split3070.hsp", &Selection::default(), Some(3))),
-            ("phased-window.json", report("phased-report.hsp", &window(2.5, 4.0), Some(5))),
-            ("phased-no-kernel.json", report("phased-report.hsp", &no_kernel, None)),
+            (
+                "split7030.json",
+                report("split7030.hsp", &Selection::default(), None),
+            ),
+            (
+                "split3070-top3.json",
+                report("split3070.hsp", &Selection::default(), Some(3)),
+            ),
+            (
+                "phased-window.json",
+                report("phased-report.hsp", &window(2.5, 4.0), Some(5)),
+            ),
+            (
+                "phased-no-kernel.json",
+                report("phased-report.hsp", &no_kernel, None),
+            ),
         ],
     );
 }
@@ -60,7 +72,10 @@ fn info_and_diff_json_match_their_schemas() {
         .collect();
     validate("info_schema", "hotspot-info", &info);
     let sel = Selection::default();
-    let (base, new) = (scan("split7030.hsp", &sel, false), scan("split3070.hsp", &sel, false));
+    let (base, new) = (
+        scan("split7030.hsp", &sel, false),
+        scan("split3070.hsp", &sel, false),
+    );
     let base = Slice::new(&base, &sel).expect("base");
     let new = Slice::new(&new, &sel).expect("new");
     let d = hotspot_replay::diff::diff(&base, &new);
@@ -98,7 +113,9 @@ fn goldens_of_the_committed_captures() {
         "split7030.info.txt",
         &hotspot_replay::info::scan_text(&scan("split7030.hsp", &Selection::default(), false))
             .replace(
-                export_common::capture("split7030.hsp").to_string_lossy().as_ref(),
+                export_common::capture("split7030.hsp")
+                    .to_string_lossy()
+                    .as_ref(),
                 "split7030.hsp",
             ),
     );
@@ -112,7 +129,9 @@ fn report_json_is_consistent() {
     ] {
         let v: Value = serde_json::from_str(&report(name, &sel, None)).expect("json");
         let samples = v["totals"]["samples"].as_u64().expect("samples");
-        let unknown = v["totals"]["unknown_stack_samples"].as_u64().expect("unknown");
+        let unknown = v["totals"]["unknown_stack_samples"]
+            .as_u64()
+            .expect("unknown");
         let threads: u64 = v["threads"]
             .as_array()
             .expect("threads")
@@ -121,7 +140,11 @@ fn report_json_is_consistent() {
             .sum();
         assert_eq!(threads, samples, "{name}: thread samples add up");
         let tree = v["tree"].as_array().expect("tree");
-        assert_eq!(tree[0]["total"].as_u64(), Some(samples - unknown), "{name}: root");
+        assert_eq!(
+            tree[0]["total"].as_u64(),
+            Some(samples - unknown),
+            "{name}: root"
+        );
         let mut child_sum = vec![0u64; tree.len()];
         for (i, n) in tree.iter().enumerate() {
             assert_eq!(n["id"].as_u64(), Some(i as u64));
@@ -148,10 +171,17 @@ fn report_json_is_consistent() {
             .map(|f| f["self"].as_u64().expect("self"))
             .sum();
         let root_self = tree[0]["self"].as_u64().expect("root self");
-        assert_eq!(self_sum + root_self + unknown, samples, "{name}: self adds up");
+        assert_eq!(
+            self_sum + root_self + unknown,
+            samples,
+            "{name}: self adds up"
+        );
         let functions = v["functions"].as_array().expect("functions");
         for w in functions.windows(2) {
-            assert!(w[0]["self"].as_u64() >= w[1]["self"].as_u64(), "{name}: sorted");
+            assert!(
+                w[0]["self"].as_u64() >= w[1]["self"].as_u64(),
+                "{name}: sorted"
+            );
         }
     }
 }

@@ -13,9 +13,18 @@ use hotspot_replay::export::{Selection, pprof};
 use hotspot_replay::flat::flat;
 
 /// `go tool pprof -top` rows: function name → (flat, cum) in samples.
-fn pprof_top(file: &std::path::Path, home: &std::path::Path) -> (u64, BTreeMap<String, (u64, u64)>) {
+fn pprof_top(
+    file: &std::path::Path,
+    home: &std::path::Path,
+) -> (u64, BTreeMap<String, (u64, u64)>) {
     let out = run(Command::new("go")
-        .args(["tool", "pprof", "-top", "-sample_index=samples", "-symbolize=none"])
+        .args([
+            "tool",
+            "pprof",
+            "-top",
+            "-sample_index=samples",
+            "-symbolize=none",
+        ])
         .args(["-nodecount=100000", "-nodefraction=0", "-edgefraction=0"])
         .arg(file)
         .env("HOME", home)
@@ -83,7 +92,11 @@ fn go_tool_pprof_agrees_with_the_report() {
             }
             assert!(compared >= 8, "{name}: compared only {compared} functions");
             // The top functions by self samples, in order, are the same.
-            let ours: Vec<&str> = rows.iter().take(3).map(|r| r.key.function.as_str()).collect();
+            let ours: Vec<&str> = rows
+                .iter()
+                .take(3)
+                .map(|r| r.key.function.as_str())
+                .collect();
             let mut theirs: Vec<(&String, &(u64, u64))> = pprof_rows.iter().collect();
             theirs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
             let theirs: Vec<&str> = theirs.iter().take(3).map(|(n, _)| n.as_str()).collect();
@@ -106,10 +119,17 @@ fn profile_fields_are_as_documented() {
     let p: pprof::Profile = prost::Message::decode(&raw[..]).expect("decode");
     let st = |i: i64| p.string_table[i as usize].as_str();
     assert_eq!(st(0), "");
-    let types: Vec<(&str, &str)> = p.sample_type.iter().map(|t| (st(t.r#type), st(t.unit))).collect();
+    let types: Vec<(&str, &str)> = p
+        .sample_type
+        .iter()
+        .map(|t| (st(t.r#type), st(t.unit)))
+        .collect();
     assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
     let period_type = p.period_type.as_ref().expect("period type");
-    assert_eq!((st(period_type.r#type), st(period_type.unit)), ("cpu", "nanoseconds"));
+    assert_eq!(
+        (st(period_type.r#type), st(period_type.unit)),
+        ("cpu", "nanoseconds")
+    );
     assert_eq!(p.period, 2_004_008, "1e9 / 499 Hz");
     let total: i64 = p.sample.iter().map(|s| s.value[0]).sum();
     assert_eq!(total as u64, slice.folded.total);
@@ -118,7 +138,11 @@ fn profile_fields_are_as_documented() {
     }
     // The profiled executable comes first, with the build-id the capture recorded.
     let first = &p.mapping[0];
-    assert!(st(first.filename).ends_with("/split7030"), "{}", st(first.filename));
+    assert!(
+        st(first.filename).ends_with("/split7030"),
+        "{}",
+        st(first.filename)
+    );
     let module = s
         .capture
         .modules
@@ -136,5 +160,9 @@ fn profile_fields_are_as_documented() {
         .find(|f| st(f.name) == "hot_leaf")
         .expect("hot_leaf");
     assert!(st(f.filename).ends_with("split7030.c"));
-    assert!(p.location.iter().any(|l| l.line.iter().any(|x| x.function_id == f.id && x.line > 0)));
+    assert!(
+        p.location
+            .iter()
+            .any(|l| l.line.iter().any(|x| x.function_id == f.id && x.line > 0))
+    );
 }

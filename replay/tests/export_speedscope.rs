@@ -27,11 +27,18 @@ fn check(name: &str, sel: &Selection, keep_order: bool) {
     let v: Value = serde_json::from_str(&doc).expect("json");
     let frames = v["shared"]["frames"].as_array().expect("frames").len();
     let profiles = v["profiles"].as_array().expect("profiles");
-    assert_eq!(profiles.len(), per_thread.len(), "{name}: one profile per thread");
+    assert_eq!(
+        profiles.len(),
+        per_thread.len(),
+        "{name}: one profile per thread"
+    );
     let mut sum = 0;
     for (p, (tid, &n)) in profiles.iter().zip(&per_thread) {
         assert!(
-            p["name"].as_str().expect("name").ends_with(&format!("(tid {tid})")),
+            p["name"]
+                .as_str()
+                .expect("name")
+                .ends_with(&format!("(tid {tid})")),
             "{name}: profiles in tid order"
         );
         assert_eq!(p["unit"], "nanoseconds");
@@ -97,9 +104,17 @@ fn time_order_is_kept() {
                 .collect()
         })
         .collect();
-    let phase = |s: &Vec<&str>| s.iter().find(|f| f.starts_with("phase_")).map(|f| f.to_string());
+    let phase = |s: &Vec<&str>| {
+        s.iter()
+            .find(|f| f.starts_with("phase_"))
+            .map(|f| f.to_string())
+    };
     let phases: Vec<String> = stacks.iter().filter_map(phase).collect();
     let mut order = phases.clone();
     order.dedup();
-    assert_eq!(order, ["phase_one", "phase_two", "phase_three"], "runs in time order");
+    assert_eq!(
+        order,
+        ["phase_one", "phase_two", "phase_three"],
+        "runs in time order"
+    );
 }

@@ -173,10 +173,7 @@ pub fn report(slice: &Slice, top: Option<usize>) -> String {
     let total = folded.total;
     let rows = flat(folded);
     let clock = scan.clock;
-    let offset = |ns: Option<u64>| {
-        ns.zip(clock)
-            .map(|(ns, c)| secs(c.offset_s(ns)))
-    };
+    let offset = |ns: Option<u64>| ns.zip(clock).map(|(ns, c)| secs(c.offset_s(ns)));
     let functions = rows
         .iter()
         .take(top.unwrap_or(usize::MAX))
@@ -218,15 +215,11 @@ pub fn report(slice: &Slice, top: Option<usize>) -> String {
         selection: SelectionInfo {
             from_s: offset(scan.from_ns),
             to_s: offset(scan.to_ns),
-            tids: slice
-                .filter
-                .tids
-                .as_ref()
-                .map(|t| {
-                    let mut v: Vec<u32> = t.iter().copied().collect();
-                    v.sort_unstable();
-                    v
-                }),
+            tids: slice.filter.tids.as_ref().map(|t| {
+                let mut v: Vec<u32> = t.iter().copied().collect();
+                v.sort_unstable();
+                v
+            }),
             threads: slice.selection.threads.iter().map(|n| display(n)).collect(),
             pids: slice.filter.pids.as_ref().map(|p| {
                 let mut v: Vec<u32> = p.iter().copied().collect();

@@ -300,7 +300,8 @@ pub fn profile(slice: &Slice) -> Profile {
     let count = b.string("count");
     let cpu = b.string("cpu");
     let nanoseconds = b.string("nanoseconds");
-    let (thread_key, tid_key, pid_key) = (b.string("thread"), b.string("thread_id"), b.string("pid"));
+    let (thread_key, tid_key, pid_key) =
+        (b.string("thread"), b.string("thread_id"), b.string("pid"));
     b.profile.sample_type = vec![
         ValueType {
             r#type: samples,

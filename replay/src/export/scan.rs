@@ -246,19 +246,19 @@ impl Scan {
         self.clock = Some(clock);
         self.from_ns = options.from.map(|f| f.resolve(&clock)).transpose()?;
         self.to_ns = options.to.map(|t| t.resolve(&clock)).transpose()?;
-        if let (Some(f), Some(t)) = (self.from_ns, self.to_ns) {
-            if f >= t {
-                let at = |spec: Option<TimeSpec>, ns: u64| match spec {
-                    Some(s @ TimeSpec::Offset(_)) => s.to_string(),
-                    Some(s) => format!("{s} ({:.3} s)", clock.offset_s(ns)),
-                    None => String::new(),
-                };
-                return Err(ExportError::EmptyRange(format!(
-                    "--from {} is not before --to {}",
-                    at(options.from, f),
-                    at(options.to, t),
-                )));
-            }
+        if let (Some(f), Some(t)) = (self.from_ns, self.to_ns)
+            && f >= t
+        {
+            let at = |spec: Option<TimeSpec>, ns: u64| match spec {
+                Some(s @ TimeSpec::Offset(_)) => s.to_string(),
+                Some(s) => format!("{s} ({:.3} s)", clock.offset_s(ns)),
+                None => String::new(),
+            };
+            return Err(ExportError::EmptyRange(format!(
+                "--from {} is not before --to {}",
+                at(options.from, f),
+                at(options.to, t),
+            )));
         }
         Ok(())
     }
@@ -273,7 +273,10 @@ impl Scan {
             (Some(s), Some(ns)) => format!("{s} ({:.3} s)", clock.offset_s(ns)),
             _ => String::new(),
         };
-        let (from, to) = (bound(options.from, self.from_ns), bound(options.to, self.to_ns));
+        let (from, to) = (
+            bound(options.from, self.from_ns),
+            bound(options.to, self.to_ns),
+        );
         let range = match (options.from.is_some(), options.to.is_some()) {
             (true, true) => format!("between {from} and {to}"),
             (true, false) => format!("after {from}"),

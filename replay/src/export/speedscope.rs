@@ -153,7 +153,9 @@ pub fn render(slice: &Slice) -> String {
         .map_or(0, |(i, _)| i);
     let file = File {
         schema: SCHEMA_URL,
-        shared: Shared { frames: frames.list },
+        shared: Shared {
+            frames: frames.list,
+        },
         profiles,
         name: slice.file_name(),
         active_profile_index: active,

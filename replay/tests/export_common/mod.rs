@@ -27,7 +27,12 @@ pub fn scan(name: &str, selection: &Selection, keep_order: bool) -> Scan {
 }
 
 /// Scans and slices with `selection`; the closure gets the slice.
-pub fn with_slice<T>(name: &str, selection: &Selection, keep_order: bool, f: impl FnOnce(&Slice) -> T) -> T {
+pub fn with_slice<T>(
+    name: &str,
+    selection: &Selection,
+    keep_order: bool,
+    f: impl FnOnce(&Slice) -> T,
+) -> T {
     let scan = scan(name, selection, keep_order);
     let slice = Slice::new(&scan, selection).unwrap_or_else(|e| panic!("{name}: {e}"));
     f(&slice)
@@ -96,10 +101,14 @@ if (!validate(JSON.parse(fs.readFileSync(dataPath, 'utf8')))) {
 
 /// The JSON Schema printed in `docs/json-schema.md` after `<!-- schema: NAME -->`.
 pub fn documented_schema(name: &str) -> serde_json::Value {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/json-schema.md"))
-        .expect("docs/json-schema.md");
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/json-schema.md"),
+    )
+    .expect("docs/json-schema.md");
     let marker = format!("<!-- schema: {name} -->");
-    let at = doc.find(&marker).unwrap_or_else(|| panic!("no {marker} in docs/json-schema.md"));
+    let at = doc
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no {marker} in docs/json-schema.md"));
     let rest = &doc[at..];
     let start = rest.find("```json\n").expect("fenced json block") + "```json\n".len();
     let end = rest[start..].find("```").expect("closing fence");
@@ -108,21 +117,26 @@ pub fn documented_schema(name: &str) -> serde_json::Value {
 
 /// Compares `actual` with `replay/tests/golden/NAME`; `UPDATE_GOLDEN=1` rewrites it.
 pub fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir golden");
         std::fs::write(&path, actual).expect("write golden");
         return;
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!("{}: {e} (UPDATE_GOLDEN=1 cargo test -p hotspot-replay --test export_json writes it)", path.display())
+        panic!(
+            "{}: {e} (UPDATE_GOLDEN=1 cargo test -p hotspot-replay --test export_json writes it)",
+            path.display()
+        )
     });
     if expected != actual {
         let line = expected
             .lines()
             .zip(actual.lines())
             .position(|(a, b)| a != b)
-            .map_or_else(|| expected.lines().count().min(actual.lines().count()), |i| i);
+            .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
         panic!(
             "{} differs from the output at line {}:\n  golden: {:?}\n  actual: {:?}\n(UPDATE_GOLDEN=1 to accept)",
             path.display(),
