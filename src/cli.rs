@@ -173,7 +173,8 @@ pub struct DiffArgs {
 }
 
 fn parse_time(s: &str) -> Result<TimeSpec, String> {
-    s.parse().map_err(|e: hotspot_replay::export::ExportError| e.to_string())
+    s.parse()
+        .map_err(|e: hotspot_replay::export::ExportError| e.to_string())
 }
 
 #[derive(Debug, Args)]

@@ -95,8 +95,8 @@ fn diff(args: cli::DiffArgs) -> anyhow::Result<()> {
     let selection = args.filter.selection();
     let base_scan = scan(&args.base, selection.scan_options(false))?;
     let new_scan = scan(&args.new, selection.scan_options(false))?;
-    let base = Slice::new(&base_scan, &selection)
-        .with_context(|| args.base.display().to_string())?;
+    let base =
+        Slice::new(&base_scan, &selection).with_context(|| args.base.display().to_string())?;
     let new = Slice::new(&new_scan, &selection).with_context(|| args.new.display().to_string())?;
     let out = match args.format {
         cli::DiffFormat::Text => diff::text(&diff::diff(&base, &new), args.top.unwrap_or(30)),
