@@ -29,8 +29,12 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two captures: each function's change in self and total share.
     Diff(DiffArgs),
-    /// Record the built-in demo workload for a few seconds and print what was captured.
+    /// Profile the built-in demo workload: the live view in a terminal, else record a few seconds and print what was captured.
     Demo(DemoArgs),
+    /// Browse a capture in the terminal (flat, callers/callees, flame, stream, threads, timeline); tails it while it grows.
+    View(ViewArgs),
+    /// Profile live in the terminal: a process (`live PID`), a command (`live -- CMD ARGS…`), or pick one from a table (`live`).
+    Live(LiveArgs),
     /// Run the built-in demo workload (what `demo` records).
     #[command(hide = true, name = "demo-workload")]
     DemoWorkload {
@@ -179,15 +183,61 @@ fn parse_time(s: &str) -> Result<TimeSpec, String> {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// How long to record the demo workload.
-    #[arg(short, long, value_parser = parse_duration, default_value = "5s")]
-    pub duration: Duration,
+    /// How long to run the demo workload (default 5 s; in the live view, until you quit).
+    #[arg(short, long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Record and print a summary instead of opening the live view (the default when
+    /// stdout is not a terminal).
+    #[arg(long)]
+    pub no_tui: bool,
     /// Where to keep the capture.
     #[arg(short, long, default_value = "demo.hsp")]
     pub output: PathBuf,
     /// Sampling frequency in Hz.
     #[arg(short = 'F', long = "freq", default_value_t = 499)]
     pub freq: u32,
+}
+
+/// Source links: function names become hyperlinks to their hottest line on GitHub.
+#[derive(Debug, Args, Clone)]
+pub struct LinkArgs {
+    /// GitHub repository the sources come from, as ORG/REPO.
+    #[arg(long, value_name = "ORG/REPO")]
+    pub repo: Option<String>,
+    /// Branch, tag or commit to link to (default HEAD).
+    #[arg(long, value_name = "REV", requires = "repo")]
+    pub rev: Option<String>,
+    /// Prefix to remove from recorded source paths to make them repository-relative (repeatable).
+    #[arg(long, value_name = "PREFIX", requires = "repo")]
+    pub strip: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// The capture file (finished, or still being written).
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub links: LinkArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LiveArgs {
+    /// Process to profile (all its threads); without it, pick one from a table.
+    pub pid: Option<u32>,
+    /// Keep the capture in FILE (default: a temporary file removed at exit).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Sampling frequency in Hz (per CPU).
+    #[arg(short = 'F', long = "freq", default_value_t = 499, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub freq: u32,
+    /// Do not follow processes forked by the target.
+    #[arg(long)]
+    pub no_children: bool,
+    #[command(flatten)]
+    pub links: LinkArgs,
+    /// Command to start and profile, from its first instruction.
+    #[arg(last = true)]
+    pub command: Vec<String>,
 }
 
 /// `3`, `2.5`, `500ms`, `10s`, `2m`, `1h`.

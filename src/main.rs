@@ -2,8 +2,11 @@
 
 mod cli;
 mod demo;
+mod live;
 mod record;
+mod process_list;
 mod signals;
+mod view;
 
 use std::path::Path;
 
@@ -19,7 +22,9 @@ fn main() {
         cli::Command::Info(args) => info(args),
         cli::Command::Report(args) => report(args),
         cli::Command::Diff(args) => diff(args),
-        cli::Command::Demo(args) => record::demo(args),
+        cli::Command::Demo(args) => live::demo(args),
+        cli::Command::View(args) => view::run(args),
+        cli::Command::Live(args) => live::run(args),
         cli::Command::DemoWorkload { seconds } => {
             demo::run(std::time::Duration::from_secs_f64(seconds));
             Ok(())

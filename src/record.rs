@@ -2,19 +2,20 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::Context;
 use hotspot_recorder::bpf::{BpfSampler, EventSource, SamplerOptions};
 use hotspot_recorder::launch::GatedChild;
 use hotspot_recorder::recorder::process_exists;
-use hotspot_recorder::{Progress, RecordConfig, RecordError, StopReason, Summary};
+use hotspot_recorder::{Progress, RecordConfig, RecordError, Recorder, StopReason, Summary};
 
 use crate::cli::{DemoArgs, RecordArgs};
 use crate::signals;
 
 /// What `record` was asked to profile.
-enum Target {
+pub enum Target {
     Pids(Vec<u32>),
     All,
     Command(Vec<String>),
@@ -49,7 +50,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<()> {
 /// `hotspot demo`: records the built-in workload and prints what the capture holds.
 pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("locating the hotspot executable")?;
-    let secs = args.duration.as_secs_f64();
+    let secs = args.duration.unwrap_or(Duration::from_secs(5)).as_secs_f64();
     let cmd = vec![
         exe.to_string_lossy().into_owned(),
         "demo-workload".into(),
@@ -66,12 +67,46 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How a recording runs besides what it records: `record`/`demo` flush once a second,
+/// show progress on stderr and stop on Ctrl-C; live mode flushes often (a view tails the
+/// file), keeps stderr quiet (the view owns the terminal) and stops when the view quits.
+pub struct Run<'a> {
+    pub flush_every: Duration,
+    pub progress: bool,
+    pub stop: &'a AtomicBool,
+    /// Called once sampling runs and the capture file exists, with the pid of the
+    /// command started (if any).
+    pub started: &'a mut dyn FnMut(Option<u32>),
+    /// End a started command that still runs when the recording stops (live mode: the
+    /// user quit the view of a command hotspot started).
+    pub end_command: bool,
+}
+
 fn record(
     target: Target,
     output: &Path,
     freq: u32,
     duration: Option<Duration>,
     follow: bool,
+) -> anyhow::Result<Summary> {
+    let run = Run {
+        flush_every: RecordConfig::default().flush_every,
+        progress: true,
+        stop: &signals::STOP,
+        started: &mut |_| {},
+        end_command: false,
+    };
+    record_with(target, output, freq, duration, follow, run)
+}
+
+/// [`record`] with the knobs live mode needs (see [`Run`]).
+pub fn record_with(
+    target: Target,
+    output: &Path,
+    freq: u32,
+    duration: Option<Duration>,
+    follow: bool,
+    run: Run<'_>,
 ) -> anyhow::Result<Summary> {
     let pids = match &target {
         Target::Pids(p) => {
@@ -106,10 +141,20 @@ fn record(
     for &pid in &targets {
         sampler.add_target(pid)?;
     }
-    signals::install();
-    sampler.start()?;
-    if let Some(c) = &mut child {
-        c.release()?;
+    let cfg = RecordConfig {
+        targets: targets.clone(),
+        all_processes: opts.all_processes,
+        duration,
+        flush_every: run.flush_every,
+        ..RecordConfig::default()
+    };
+    // The slow set-up (kernel symbols, symbol worker) happens before sampling starts, so
+    // the first events are drained at once.
+    let mut recorder = Recorder::new(cfg)?;
+    for &pid in &targets {
+        if child.as_ref().is_none_or(|c| c.pid() != pid) {
+            recorder.track(pid);
+        }
     }
     let command_line: Vec<String> = std::env::args().collect();
     let header = hotspot_recorder::session::header(
@@ -120,13 +165,16 @@ fn record(
         command_line,
     );
     let writer = hotspot_format::Writer::new(file, header)?;
-    let cfg = RecordConfig {
-        targets,
-        all_processes: opts.all_processes,
-        duration,
-        ..RecordConfig::default()
-    };
-    let tty = std::io::stderr().is_terminal();
+    signals::install();
+    sampler.start()?;
+    if let Some(c) = &mut child {
+        c.release()?;
+        // Read the command's /proc entries right after its exec: a short command can be
+        // gone before its first samples are drained.
+        recorder.track(c.pid());
+    }
+    (run.started)(child.as_ref().map(GatedChild::pid));
+    let tty = run.progress && std::io::stderr().is_terminal();
     let mut on_progress = |p: &Progress| {
         // Reap a finished command so the recorder sees it gone.
         if let Some(c) = &mut child {
@@ -136,16 +184,23 @@ fn record(
             eprint!("\r\x1b[2K{}", progress_line(p));
         }
     };
-    let result =
-        hotspot_recorder::run(&mut sampler, writer, &cfg, &signals::STOP, &mut on_progress);
+    let result = recorder.run(&mut sampler, writer, run.stop, &mut on_progress);
     if tty {
         eprint!("\r\x1b[2K");
     }
     let (summary, file) = result?;
     file.sync_all()
         .with_context(|| format!("syncing {}", output.display()))?;
+    if let Some(c) = child.as_mut().filter(|_| run.end_command) {
+        if c.try_wait().is_none() {
+            // Not reaped yet, so the pid is still this child's.
+            // SAFETY: kill(2) on our own child's pid with a valid signal.
+            unsafe { libc::kill(c.pid() as libc::pid_t, libc::SIGTERM) };
+            c.wait();
+        }
+    }
     if let Some(c) = &mut child {
-        if c.try_wait().is_none() && summary.reason != StopReason::TargetsExited {
+        if c.try_wait().is_none() && summary.reason != StopReason::TargetsExited && run.progress {
             // The recording ended first (duration or Ctrl-C): the command keeps running
             // unprofiled, as with perf; say so rather than kill it.
             eprintln!(
@@ -167,7 +222,7 @@ fn progress_line(p: &Progress) -> String {
     )
 }
 
-fn print_summary(s: &Summary, output: &Path) {
+pub fn print_summary(s: &Summary, output: &Path) {
     let size = std::fs::metadata(output)
         .map(|m| m.len())
         .unwrap_or(s.progress.bytes);

@@ -11,6 +11,7 @@ pub mod profile;
 pub mod report;
 pub mod sanitize;
 pub mod tree;
+pub mod tui;
 
 pub use capture::Capture;
 pub use error::ReplayError;

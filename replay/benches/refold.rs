@@ -1,0 +1,231 @@
+//! Measures the terminal views' model on a synthetic capture held in memory: time to the
+//! first frame (index, fold, timeline, draw) and the refold after moving the time
+//! selection, in each view.
+//!
+//! `cargo bench -p hotspot-replay --bench refold [-- SAMPLES]` (default 5,000,000).
+
+use std::time::{Duration, Instant};
+
+use hotspot_format::{
+    Frame, FrameAddr, Module, ModuleKind, Sample, SessionHeader, SourceLoc, Symbol,
+};
+use hotspot_replay::Capture;
+use hotspot_replay::tui::input::apply;
+use hotspot_replay::tui::keymap::Cmd;
+use hotspot_replay::tui::model::Data;
+use hotspot_replay::tui::palette::{ColorMode, Palette};
+use hotspot_replay::tui::render::draw;
+use hotspot_replay::tui::{Mode, Options, State};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+/// splitmix64: deterministic and dependency-free.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// 300 functions in two modules, 3,000 stacks 8–40 frames deep, `samples` samples on 8
+/// threads over 100 s in phases, with idle gaps.
+fn synthetic(samples: usize) -> Capture {
+    let mut rng = Rng(0x5eed);
+    let mut c = Capture::default();
+    c.session = Some(SessionHeader {
+        host: "bench".into(),
+        freq_hz: 499,
+        targets: vec![1000],
+        start_mono_ns: 1_000_000_000,
+        ..SessionHeader::default()
+    });
+    for (id, path, kind) in [
+        (0, "/usr/bin/app", ModuleKind::Elf),
+        (1, "/usr/lib/libc.so.6", ModuleKind::Elf),
+        (2, "[kernel.kallsyms]", ModuleKind::Kernel),
+    ] {
+        c.modules.insert(
+            id,
+            Module {
+                id,
+                kind,
+                path: path.into(),
+                build_id: vec![],
+            },
+        );
+    }
+    c.strings.insert(0, "app.rs".into());
+    let functions = 300u32;
+    for f in 0..functions {
+        let sid = 1 + f;
+        c.strings
+            .insert(sid, format!("app::module_{}::function_{f}", f % 17));
+        let module = match f % 10 {
+            0 => 1,
+            1 => 2,
+            _ => 0,
+        };
+        c.frames.insert(
+            f,
+            Frame {
+                id: f,
+                module,
+                addr: FrameAddr::FileOffset(u64::from(f) * 64),
+            },
+        );
+        c.symbols.insert(
+            f,
+            Symbol {
+                frame: f,
+                function: sid,
+                loc: SourceLoc {
+                    file: Some(0),
+                    line: f,
+                },
+                inlined: vec![],
+            },
+        );
+    }
+    let stacks = 3_000u32;
+    for s in 0..stacks {
+        let depth = 8 + rng.below(33) as usize;
+        // Leaf first; a few shared roots so the tree has a shape.
+        let mut frames: Vec<u32> = (0..depth)
+            .map(|_| rng.below(u64::from(functions)) as u32)
+            .collect();
+        frames[depth - 1] = 2 + (s % 3);
+        c.stacks.insert(s, frames);
+    }
+    for tid in 0..8u32 {
+        c.threads.insert(
+            1000 + tid,
+            hotspot_replay::capture::ThreadInfo {
+                tid: 1000 + tid,
+                pid: 1000,
+                names: vec![(0, format!("worker-{tid}"))],
+            },
+        );
+    }
+    let span = 100_000_000_000u64;
+    let mut t = 1_000_000_000u64;
+    let step = span * 9 / 10 / samples as u64;
+    c.samples.reserve(samples);
+    for i in 0..samples {
+        t += step;
+        // Idle for the last second of every ten: a gap on the timeline.
+        if (t / 1_000_000_000) % 10 == 9 {
+            t += 1_000_000_000;
+        }
+        let phase = (t / 5_000_000_000) as u32 % 4;
+        let stack = (phase * 700 + rng.below(1000) as u32) % stacks;
+        c.samples.push(Sample {
+            time_ns: t,
+            tid: 1000 + (i as u32 % 8),
+            cpu: 0,
+            stack,
+        });
+    }
+    c
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn main() {
+    let n: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(5_000_000);
+    let t = Instant::now();
+    let capture = synthetic(n);
+    println!(
+        "synthetic capture: {} samples, {} stacks, built in {}",
+        capture.samples.len(),
+        capture.stacks.len(),
+        ms(t.elapsed())
+    );
+    let size = Rect::new(0, 0, 160, 50);
+    let opts = Options {
+        mode: Mode::Replay,
+        palette: Palette::new(ColorMode::True),
+        links: None,
+    };
+    let start = Instant::now();
+    let data = Data::new(capture);
+    let indexed = start.elapsed();
+    let mut state = State::new(data, opts, size);
+    state.refresh();
+    let mut buf = Buffer::empty(size);
+    draw(&state, &mut buf, Instant::now());
+    println!(
+        "first frame: {} (index {}, fold + timeline + draw {})",
+        ms(start.elapsed()),
+        ms(indexed),
+        ms(start.elapsed() - indexed)
+    );
+    pieces(&mut state);
+    // Narrow the selection to a tenth, then move it across.
+    for _ in 0..140 {
+        apply(&mut state, Cmd::SelectShrink, Instant::now());
+    }
+    state.refresh();
+    for (name, cmd) in [
+        ("flat", Cmd::ShowFlat),
+        ("flame", Cmd::ShowFlame),
+        ("stream", Cmd::ShowStream),
+    ] {
+        apply(&mut state, cmd, Instant::now());
+        state.refresh();
+        let mut worst = Duration::ZERO;
+        let mut total = Duration::ZERO;
+        let moves = 20;
+        for _ in 0..moves {
+            let t = Instant::now();
+            apply(&mut state, Cmd::SelectRight, Instant::now());
+            state.refresh();
+            draw(&state, &mut buf, Instant::now());
+            let d = t.elapsed();
+            worst = worst.max(d);
+            total += d;
+        }
+        println!(
+            "move selection, {name} view: mean {} worst {} (refold + draw)",
+            ms(total / moves),
+            ms(worst)
+        );
+    }
+    // The whole capture selected again: the widest refold.
+    let t = Instant::now();
+    apply(&mut state, Cmd::SelectAll, Instant::now());
+    state.refresh();
+    draw(&state, &mut buf, Instant::now());
+    println!("select all, stream view: {}", ms(t.elapsed()));
+}
+
+/// The model's parts alone: fold (flat + tree) and timeline.
+fn pieces(state: &mut State) {
+    use hotspot_replay::tui::model::{fold, timeline};
+    let q = state.query();
+    let t = Instant::now();
+    let f = fold(&mut state.data, &q);
+    println!(
+        "  fold of everything: {} ({} stacks, {} tree nodes, {} functions)",
+        ms(t.elapsed()),
+        f.stacks.len(),
+        f.tree.nodes.len(),
+        f.flat.len()
+    );
+    let t = Instant::now();
+    let _ = timeline(&mut state.data, &Default::default(), false, 160);
+    println!("  timeline: {}", ms(t.elapsed()));
+}

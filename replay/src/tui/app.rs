@@ -1,0 +1,226 @@
+//! The event loops: the profile views over a (possibly growing) capture, and the process
+//! table. Each turn: take in new blocks, refold if needed, draw, wait for input.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use ratatui::backend::IntoCrossterm;
+use ratatui::crossterm::event::{self, Event as TermEvent};
+use ratatui::crossterm::style::{
+    Attribute, Print, ResetColor, SetAttribute, SetBackgroundColor, SetForegroundColor,
+};
+use ratatui::crossterm::{cursor::MoveTo, queue};
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+
+use crate::error::ReplayError;
+use crate::sanitize::display;
+
+use super::chrome::NOTICE_FOR;
+use super::flat::NAME_X;
+use super::input::{Action, handle, handle_mouse};
+use super::link::{Osc8, osc52};
+use super::model::Data;
+use super::picker::{self, PickAction, Picker, ProcRow};
+use super::render::draw;
+use super::state::{Options, State, View};
+use super::tail::Tail;
+use super::terminal::Term;
+
+/// How often a growing capture is polled.
+const POLL_EVERY: Duration = Duration::from_millis(200);
+/// How often the process table refreshes itself.
+const RELOAD_EVERY: Duration = Duration::from_secs(2);
+
+/// Errors of the views.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    #[error("terminal: {0}")]
+    Terminal(#[from] std::io::Error),
+    #[error(transparent)]
+    Capture(#[from] ReplayError),
+}
+
+fn size(term: &Term) -> Rect {
+    let s = term.terminal.size().unwrap_or_default();
+    Rect::new(0, 0, s.width, s.height)
+}
+
+/// Shows the capture at `path` until the user quits or `stop` is set.
+pub fn view(
+    term: &mut Term,
+    mut tail: Tail,
+    path: &Path,
+    opts: Options,
+    stop: &AtomicBool,
+) -> Result<(), TuiError> {
+    let mut data = Data::default();
+    data.capture.path = path.to_path_buf();
+    let mut state = State::new(data, opts, size(term));
+    let mut dirty = true;
+    let mut next_poll = Instant::now();
+    let mut notice_shown = false;
+    loop {
+        let now = Instant::now();
+        let mut busy = false;
+        if now >= next_poll && !state.finished {
+            let events = tail
+                .poll()
+                .map_err(|e| ReplayError::from(e).with_path(path))?;
+            busy = !events.is_empty();
+            dirty |= state.data.apply(events);
+            state.finished = tail.finished();
+            dirty |= state.finished;
+            next_poll = if busy { now } else { now + POLL_EVERY };
+        }
+        // Redraw once when a notice expires.
+        let notice_live = state
+            .notice
+            .as_ref()
+            .is_some_and(|(_, at)| now.saturating_duration_since(*at) < NOTICE_FOR);
+        if notice_shown && !notice_live {
+            dirty = true;
+        }
+        notice_shown = notice_live;
+        if dirty {
+            state.refresh();
+            term.terminal.draw(|f| draw(&state, f.buffer_mut(), now))?;
+            if state.opts.links.is_some() && state.view == View::Flat {
+                overlay_links(term, &state)?;
+            }
+            dirty = false;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let wait = if busy {
+            Duration::ZERO
+        } else {
+            next_poll
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100))
+        };
+        if !event::poll(wait)? {
+            continue;
+        }
+        let now = Instant::now();
+        let action = match event::read()? {
+            TermEvent::Key(k) => handle(&mut state, k, now),
+            TermEvent::Mouse(m) => handle_mouse(&mut state, m, now),
+            TermEvent::Resize(w, h) => {
+                state.size = Rect::new(0, 0, w, h);
+                Action::Redraw
+            }
+            _ => Action::None,
+        };
+        match action {
+            Action::Quit => return Ok(()),
+            Action::Copy(text) => {
+                let mut out = std::io::stdout();
+                write!(out, "{}", osc52(&text))?;
+                out.flush()?;
+                dirty = true;
+            }
+            Action::Redraw => dirty = true,
+            Action::None => {}
+        }
+    }
+}
+
+/// Re-prints the function names of the flat view as OSC 8 hyperlinks, over what ratatui
+/// drew, with the same colours (ratatui's cells cannot carry a hyperlink).
+fn overlay_links(term: &mut Term, state: &State) -> std::io::Result<()> {
+    let Some(base) = &state.opts.links else {
+        return Ok(());
+    };
+    let r = state.regions();
+    let rows = state.flat_rows();
+    let top = state.flat.pos.offset;
+    let height = usize::from(r.list_height());
+    let buf = term.terminal.current_buffer_mut().clone();
+    let out = term.terminal.backend_mut();
+    for (i, row) in rows.iter().enumerate().skip(top).take(height) {
+        let Some(url) = row.hottest.as_ref().and_then(|(f, l)| base.url(f, *l)) else {
+            continue;
+        };
+        let y = r.list_top() + (i - top) as u16;
+        let x = r.main.x + NAME_X;
+        if x >= r.main.x + r.main.width {
+            continue;
+        }
+        let name = display(&row.key.function);
+        let max = usize::from(r.main.x + r.main.width - x);
+        let text: String = name.chars().take(max).collect();
+        let cell = &buf[(x, y)];
+        queue!(out, MoveTo(x, y))?;
+        queue!(
+            out,
+            SetForegroundColor(cell.fg.into_crossterm()),
+            SetBackgroundColor(cell.bg.into_crossterm())
+        )?;
+        if cell.modifier.contains(Modifier::BOLD) {
+            queue!(out, SetAttribute(Attribute::Bold))?;
+        }
+        queue!(
+            out,
+            Print(Osc8 {
+                url: &url,
+                text: &text
+            }),
+            SetAttribute(Attribute::Reset),
+            ResetColor
+        )?;
+    }
+    out.flush()
+}
+
+/// Shows the process table until a process is picked (its pid) or the user quits.
+pub fn pick(
+    term: &mut Term,
+    palette: super::palette::Palette,
+    load: &mut dyn FnMut() -> Vec<ProcRow>,
+    stop: &AtomicBool,
+) -> Result<Option<u32>, TuiError> {
+    let mut p = Picker::new(load(), size(term), palette);
+    let mut next_reload = Instant::now() + RELOAD_EVERY;
+    let mut dirty = true;
+    loop {
+        if Instant::now() >= next_reload {
+            p.set_rows(load());
+            next_reload = Instant::now() + RELOAD_EVERY;
+            dirty = true;
+        }
+        if dirty {
+            term.terminal.draw(|f| picker::render(&p, f.buffer_mut()))?;
+            dirty = false;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        if !event::poll(Duration::from_millis(100))? {
+            continue;
+        }
+        let action = match event::read()? {
+            TermEvent::Key(k) => picker::handle(&mut p, k),
+            TermEvent::Mouse(m) => picker::handle_mouse(&mut p, m),
+            TermEvent::Resize(w, h) => {
+                p.size = Rect::new(0, 0, w, h);
+                PickAction::Redraw
+            }
+            _ => PickAction::None,
+        };
+        match action {
+            PickAction::Quit => return Ok(None),
+            PickAction::Pick(pid) => return Ok(Some(pid)),
+            PickAction::Reload => {
+                p.set_rows(load());
+                next_reload = Instant::now() + RELOAD_EVERY;
+                dirty = true;
+            }
+            PickAction::Redraw => dirty = true,
+            PickAction::None => {}
+        }
+    }
+}

@@ -1,0 +1,857 @@
+//! The view model: the capture's samples indexed by time, and the folds every view draws
+//! from. Folding walks the selected samples once into per-stack counts; names are expanded
+//! once per stack (through [`StackNames`]), never per sample.
+
+use std::collections::{BTreeSet, HashMap};
+
+use hotspot_format::{Event, ModuleKind};
+
+use crate::capture::Capture;
+use crate::flat::{FlatRow, FunctionKey};
+use crate::names::FrameName;
+use crate::profile::StackNames;
+use crate::tree::{Neighbours, key_of};
+
+/// A fast hasher for the integer keys of the folds (ids, not attacker-chosen text):
+/// the multiply-rotate of rustc's FxHash.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// A `HashMap` keyed by ids.
+pub type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
+
+/// One sample, as the views need it: 16 bytes, sorted by time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub time: u64,
+    /// Dense thread index (see [`Data::threads`]).
+    pub thread: u32,
+    pub stack: u32,
+}
+
+/// A thread the capture has samples of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadRow {
+    pub tid: u32,
+    pub pid: u32,
+    pub name: String,
+    /// Samples in the whole capture.
+    pub samples: u64,
+}
+
+/// The capture, its samples in time order, and the name cache.
+#[derive(Debug, Default)]
+pub struct Data {
+    /// Definitions; its `samples` are moved into [`Data::rows`] as they arrive.
+    pub capture: Capture,
+    /// Every sample, sorted by time.
+    pub rows: Vec<Row>,
+    /// Dense thread index → thread, in order of first sample.
+    pub threads: Vec<ThreadRow>,
+    thread_index: IdMap<u32, u32>,
+    pub names: StackNames,
+    /// Bumped whenever samples or names change: the folds' cache key.
+    pub generation: u64,
+    symbols_seen: usize,
+    /// Functions, lines and stacks as integers (reset when names change).
+    pub interned: Interned,
+}
+
+impl Data {
+    /// A model over a capture read whole (its samples are taken over).
+    pub fn new(mut capture: Capture) -> Data {
+        let samples = std::mem::take(&mut capture.samples);
+        let mut d = Data {
+            capture,
+            ..Data::default()
+        };
+        d.take_samples(samples);
+        d.symbols_seen = d.capture.symbols.len();
+        d
+    }
+
+    /// Folds in what a reader or follower produced; true if anything visible changed.
+    pub fn apply(&mut self, events: Vec<Event>) -> bool {
+        if events.is_empty() {
+            return false;
+        }
+        for e in events {
+            self.capture.apply(e);
+        }
+        let samples = std::mem::take(&mut self.capture.samples);
+        self.take_samples(samples);
+        if self.capture.symbols.len() != self.symbols_seen {
+            // Names that arrived late (live mode) replace the `??` already cached.
+            self.symbols_seen = self.capture.symbols.len();
+            self.names = StackNames::default();
+            self.interned = Interned::default();
+        }
+        self.generation += 1;
+        true
+    }
+
+    fn take_samples(&mut self, samples: Vec<hotspot_format::Sample>) {
+        if samples.is_empty() {
+            return;
+        }
+        let was = self.rows.len();
+        let mut last: Option<(u32, u32)> = None;
+        self.rows.reserve(samples.len());
+        for s in samples {
+            let thread = match last {
+                Some((tid, idx)) if tid == s.tid => idx,
+                _ => {
+                    let idx = self.thread_idx(s.tid);
+                    last = Some((s.tid, idx));
+                    idx
+                }
+            };
+            self.threads[thread as usize].samples += 1;
+            self.rows.push(Row {
+                time: s.time_ns,
+                thread,
+                stack: s.stack,
+            });
+        }
+        let sorted = self.rows[was.saturating_sub(1)..]
+            .windows(2)
+            .all(|w| w[0].time <= w[1].time);
+        if !sorted {
+            // CPUs hand samples over in slightly different orders; a stable sort of
+            // nearly sorted runs is close to linear.
+            self.rows.sort_by_key(|r| r.time);
+        }
+        // Thread names may have arrived after the first sample.
+        for t in &mut self.threads {
+            if let Some(info) = self.capture.threads.get(&t.tid) {
+                t.pid = info.pid;
+                t.name = info.name().to_string();
+            }
+        }
+    }
+
+    fn thread_idx(&mut self, tid: u32) -> u32 {
+        if let Some(&i) = self.thread_index.get(&tid) {
+            return i;
+        }
+        let i = self.threads.len() as u32;
+        let info = self.capture.threads.get(&tid);
+        self.threads.push(ThreadRow {
+            tid,
+            pid: info.map_or(0, |t| t.pid),
+            name: info.map(|t| t.name().to_string()).unwrap_or_default(),
+            samples: 0,
+        });
+        self.thread_index.insert(tid, i);
+        i
+    }
+
+    /// The capture's time span: from the session start (or first sample) to the end
+    /// marker (or last sample), in monotonic ns.
+    pub fn span(&self) -> Option<(u64, u64)> {
+        let first = self.rows.first()?.time;
+        let last = self.rows.last()?.time;
+        let start = self
+            .capture
+            .session
+            .as_ref()
+            .map(|s| s.start_mono_ns)
+            .filter(|&s| s > 0 && s <= first && first - s < 3_600_000_000_000)
+            .unwrap_or(first);
+        let end = self
+            .capture
+            .end
+            .map(|e| e.end_mono_ns)
+            .filter(|&e| e >= last && e - last < 3_600_000_000_000)
+            .unwrap_or(last);
+        Some((start, end.max(start + 1)))
+    }
+
+    /// Index range of the rows with `from <= time <= to`.
+    pub fn range(&self, from: u64, to: u64) -> std::ops::Range<usize> {
+        let a = self.rows.partition_point(|r| r.time < from);
+        let b = self.rows.partition_point(|r| r.time <= to);
+        a..b.max(a)
+    }
+
+    /// User frames referenced by stacks that have no name yet.
+    pub fn unnamed_frames(&self) -> usize {
+        self.capture
+            .frames
+            .values()
+            .filter(|f| {
+                matches!(f.addr, hotspot_format::FrameAddr::FileOffset(_))
+                    && !self.capture.symbols.contains_key(&f.id)
+                    && self
+                        .capture
+                        .modules
+                        .get(&f.module)
+                        .is_some_and(|m| m.kind == ModuleKind::Elf)
+            })
+            .count()
+    }
+
+    /// Logical frames of a stack (root first), with kernel frames dropped if asked.
+    pub fn stack_names(&mut self, stack: u32, no_kernel: bool) -> Option<Vec<FrameName>> {
+        let frames = self.names.get(&self.capture, stack)?;
+        Some(if no_kernel {
+            frames.iter().filter(|f| !f.kernel).cloned().collect()
+        } else {
+            frames.clone()
+        })
+    }
+}
+
+/// What a fold selects: the samples in `[from_ns, to_ns]` of the threads not excluded.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Query {
+    pub from_ns: u64,
+    pub to_ns: u64,
+    /// Thread ids left out.
+    pub excluded: BTreeSet<u32>,
+    pub no_kernel: bool,
+}
+
+impl Query {
+    fn mask(&self, data: &Data) -> Vec<bool> {
+        data.threads
+            .iter()
+            .map(|t| self.excluded.contains(&t.tid))
+            .collect()
+    }
+}
+
+/// One node of the call tree: a function reached by one path from the root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeNode {
+    /// Index into [`Fold::functions`]; `None` for the root.
+    pub func: Option<u32>,
+    pub parent: Option<usize>,
+    /// Hottest first (then by name), so the hottest branch is leftmost.
+    pub children: Vec<usize>,
+    pub total: u64,
+    pub self_samples: u64,
+    /// Index into [`Fold::lines`] of the source line with the most samples.
+    pub line: Option<u32>,
+}
+
+/// The call tree of a fold, frames merged by function (as [`crate::tree::CallTree`],
+/// with functions as indices so that building it allocates per node, not per name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tree {
+    pub nodes: Vec<TreeNode>,
+}
+
+impl Tree {
+    /// Depth of a node (root is 0).
+    pub fn depth(&self, mut id: usize) -> usize {
+        let mut d = 0;
+        while let Some(p) = self.nodes.get(id).and_then(|n| n.parent) {
+            d += 1;
+            id = p;
+        }
+        d
+    }
+
+    /// Node ids from the root (exclusive) down to `id` (inclusive).
+    pub fn path(&self, mut id: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        while let Some(p) = self.nodes.get(id).and_then(|n| n.parent) {
+            out.push(id);
+            id = p;
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// The selected samples folded into everything the views show.
+#[derive(Debug, Clone)]
+pub struct Fold {
+    /// Samples selected.
+    pub total: u64,
+    /// Samples whose stack the capture does not define (a lost block).
+    pub unknown_stacks: u64,
+    /// Flat rows, hottest self first (as [`crate::flat::flat`] orders them).
+    pub flat: Vec<FlatRow>,
+    pub tree: Tree,
+    /// Function table the tree's indices refer to.
+    pub functions: Vec<FunctionKey>,
+    /// Source lines the tree's indices refer to.
+    pub lines: Vec<(String, u32)>,
+    /// Samples per stack id (of the stacks selected): what callers/callees fold.
+    pub stacks: Vec<(u32, u64)>,
+    /// Samples in the time selection per dense thread index (threads filter ignored, so
+    /// the thread list shows what including a thread would add).
+    pub per_thread: Vec<u64>,
+}
+
+impl Fold {
+    /// The function of a tree node (`None` for the root).
+    pub fn key(&self, node: usize) -> Option<&FunctionKey> {
+        let f = self.tree.nodes.get(node)?.func?;
+        self.functions.get(f as usize)
+    }
+
+    /// The hottest source line of a tree node.
+    pub fn line(&self, node: usize) -> Option<&(String, u32)> {
+        let l = self.tree.nodes.get(node)?.line?;
+        self.lines.get(l as usize)
+    }
+}
+
+/// Functions and source lines as small integers, and each stack as their sequence: what
+/// makes a refold cost a pass over the stacks rather than over names.
+#[derive(Debug, Default)]
+pub struct Interned {
+    pub functions: Vec<FunctionKey>,
+    function_ids: HashMap<FunctionKey, u32>,
+    pub lines: Vec<(String, u32)>,
+    line_ids: HashMap<(String, u32), u32>,
+    /// Per stack id, root first: (function, line) pairs; index 0 with kernel frames,
+    /// 1 without. `None` inside: not interned yet; `Some(None)`: undefined stack.
+    stacks: [Vec<Option<Option<Vec<(u32, u32)>>>>; 2],
+}
+
+/// No source line.
+pub const NO_LINE: u32 = u32::MAX;
+
+impl Interned {
+    fn function(&mut self, f: &FrameName) -> u32 {
+        let k = key_of(f);
+        if let Some(&i) = self.function_ids.get(&k) {
+            return i;
+        }
+        let i = self.functions.len() as u32;
+        self.functions.push(k.clone());
+        self.function_ids.insert(k, i);
+        i
+    }
+
+    fn line(&mut self, f: &FrameName) -> u32 {
+        let Some(file) = &f.file else { return NO_LINE };
+        let k = (file.clone(), f.line);
+        if let Some(&i) = self.line_ids.get(&k) {
+            return i;
+        }
+        let i = self.lines.len() as u32;
+        self.lines.push(k.clone());
+        self.line_ids.insert(k, i);
+        i
+    }
+
+    /// The function index of a key, if interned.
+    pub fn id(&self, k: &FunctionKey) -> Option<u32> {
+        self.function_ids.get(k).copied()
+    }
+}
+
+impl Data {
+    /// Makes sure every stack id below `n` is interned for `no_kernel`.
+    fn intern_stacks(&mut self, no_kernel: bool) {
+        let n = self
+            .capture
+            .stacks
+            .keys()
+            .max()
+            .map_or(0, |&m| m as usize + 1);
+        let slot = usize::from(no_kernel);
+        if self.interned.stacks[slot].len() < n {
+            self.interned.stacks[slot].resize(n, None);
+        }
+        for id in 0..n {
+            if self.interned.stacks[slot][id].is_some() {
+                continue;
+            }
+            let seq = match self.names.get(&self.capture, id as u32) {
+                None => {
+                    // Not defined yet (live: it may come in a later block).
+                    if !self.capture.stacks.contains_key(&(id as u32)) {
+                        continue;
+                    }
+                    None
+                }
+                Some(frames) => {
+                    let frames: Vec<FrameName> = frames
+                        .iter()
+                        .filter(|f| !(no_kernel && f.kernel))
+                        .cloned()
+                        .collect();
+                    let mut seq = Vec::with_capacity(frames.len());
+                    for f in &frames {
+                        let func = self.interned.function(f);
+                        let line = self.interned.line(f);
+                        seq.push((func, line));
+                    }
+                    Some(seq)
+                }
+            };
+            self.interned.stacks[slot][id] = Some(seq);
+        }
+    }
+
+    /// The interned frames of a stack (root first), if defined.
+    pub fn interned_stack(&self, stack: u32, no_kernel: bool) -> Option<&[(u32, u32)]> {
+        self.interned.stacks[usize::from(no_kernel)]
+            .get(stack as usize)?
+            .as_ref()?
+            .as_deref()
+    }
+}
+
+/// Folds the samples `q` selects.
+pub fn fold(data: &mut Data, q: &Query) -> Fold {
+    data.intern_stacks(q.no_kernel);
+    let mask = q.mask(data);
+    let mut per_thread = vec![0u64; data.threads.len()];
+    let dense = data
+        .capture
+        .stacks
+        .keys()
+        .max()
+        .map_or(0, |&m| m as usize + 1);
+    let mut counts = vec![0u64; dense];
+    // Ids outside the defined range (a lost block) are counted aside.
+    let mut stray = 0u64;
+    for r in &data.rows[data.range(q.from_ns, q.to_ns)] {
+        per_thread[r.thread as usize] += 1;
+        if mask[r.thread as usize] {
+            continue;
+        }
+        match counts.get_mut(r.stack as usize) {
+            Some(c) => *c += 1,
+            None => stray += 1,
+        }
+    }
+    let mut stacks = Vec::new();
+    let mut unknown_stacks = stray;
+    let mut total = stray;
+    for (id, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+        total += n;
+        if data.interned_stack(id as u32, q.no_kernel).is_some() {
+            stacks.push((id as u32, n));
+        } else {
+            unknown_stacks += n;
+        }
+    }
+    let it = &data.interned;
+    let seq = |id: u32| data.interned_stack(id, q.no_kernel).unwrap_or(&[]);
+    let flat = flat_rows(it, &stacks, &seq);
+    let tree = tree(it, &stacks, &seq);
+    Fold {
+        total,
+        unknown_stacks,
+        flat,
+        tree,
+        functions: it.functions.clone(),
+        lines: it.lines.clone(),
+        stacks,
+        per_thread,
+    }
+}
+
+/// Flat rows with [`crate::flat::flat`]'s rules: recursion counts once in the total; the
+/// hottest line is the one with most self samples, then most total, then the first name.
+fn flat_rows<'a>(
+    it: &Interned,
+    stacks: &[(u32, u64)],
+    seq: &dyn Fn(u32) -> &'a [(u32, u32)],
+) -> Vec<FlatRow> {
+    let nf = it.functions.len();
+    let (mut self_n, mut total_n) = (vec![0u64; nf], vec![0u64; nf]);
+    // Stamp per function: the last stack that counted it, for counting recursion once.
+    let mut stamp = vec![usize::MAX; nf];
+    let mut lines: IdMap<(u32, u32), (u64, u64)> = IdMap::default();
+    for (si, &(id, n)) in stacks.iter().enumerate() {
+        let s = seq(id);
+        for (i, &(f, l)) in s.iter().enumerate() {
+            let leaf = i + 1 == s.len();
+            if stamp[f as usize] != si {
+                stamp[f as usize] = si;
+                total_n[f as usize] += n;
+            }
+            if leaf {
+                self_n[f as usize] += n;
+            }
+            if l != NO_LINE {
+                let e = lines.entry((f, l)).or_default();
+                if leaf {
+                    e.0 += n;
+                }
+                e.1 += n;
+            }
+        }
+    }
+    let mut hottest: Vec<Option<(u32, (u64, u64))>> = vec![None; nf];
+    for (&(f, l), &c) in &lines {
+        let better = match hottest[f as usize] {
+            None => true,
+            Some((bl, bc)) => c > bc || (c == bc && it.lines[l as usize] < it.lines[bl as usize]),
+        };
+        if better {
+            hottest[f as usize] = Some((l, c));
+        }
+    }
+    let mut rows: Vec<FlatRow> = (0..nf)
+        .filter(|&f| total_n[f] > 0)
+        .map(|f| FlatRow {
+            key: it.functions[f].clone(),
+            self_samples: self_n[f],
+            total_samples: total_n[f],
+            hottest: hottest[f].map(|(l, _)| it.lines[l as usize].clone()),
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.self_samples
+            .cmp(&a.self_samples)
+            .then(b.total_samples.cmp(&a.total_samples))
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    rows
+}
+
+/// The call tree with [`crate::tree::CallTree`]'s rules: children hottest first, then by
+/// name; each node's line is its most frequent one (then the first by name).
+fn tree<'a>(it: &Interned, stacks: &[(u32, u64)], seq: &dyn Fn(u32) -> &'a [(u32, u32)]) -> Tree {
+    let mut nodes = vec![TreeNode {
+        func: None,
+        parent: None,
+        children: Vec::new(),
+        total: 0,
+        self_samples: 0,
+        line: None,
+    }];
+    let mut index: IdMap<(usize, u32), usize> = IdMap::default();
+    // Per node, its lines and their samples: nodes have one or two, so a list is enough.
+    let mut lines: Vec<Vec<(u32, u64)>> = vec![Vec::new()];
+    for &(id, n) in stacks {
+        let s = seq(id);
+        nodes[0].total += n;
+        if s.is_empty() {
+            nodes[0].self_samples += n;
+        }
+        let mut at = 0;
+        for (i, &(f, l)) in s.iter().enumerate() {
+            let next = *index.entry((at, f)).or_insert_with(|| {
+                nodes.push(TreeNode {
+                    func: Some(f),
+                    parent: Some(at),
+                    children: Vec::new(),
+                    total: 0,
+                    self_samples: 0,
+                    line: None,
+                });
+                let id = nodes.len() - 1;
+                nodes[at].children.push(id);
+                lines.push(Vec::new());
+                id
+            });
+            nodes[next].total += n;
+            if i + 1 == s.len() {
+                nodes[next].self_samples += n;
+            }
+            if l != NO_LINE {
+                match lines[next].iter_mut().find(|(x, _)| *x == l) {
+                    Some((_, c)) => *c += n,
+                    None => lines[next].push((l, n)),
+                }
+            }
+            at = next;
+        }
+    }
+    for (node, ls) in lines.iter().enumerate() {
+        let best = ls.iter().copied().reduce(|a, b| {
+            if b.1 > a.1 || (b.1 == a.1 && it.lines[b.0 as usize] < it.lines[a.0 as usize]) {
+                b
+            } else {
+                a
+            }
+        });
+        nodes[node].line = best.map(|(l, _)| l);
+    }
+    // Rank functions by key once, so sorting children compares integers.
+    let mut by_key: Vec<u32> = (0..it.functions.len() as u32).collect();
+    by_key.sort_by(|&a, &b| it.functions[a as usize].cmp(&it.functions[b as usize]));
+    let mut rank = vec![0u32; by_key.len()];
+    for (r, &f) in by_key.iter().enumerate() {
+        rank[f as usize] = r as u32;
+    }
+    let order: Vec<(u64, u32)> = nodes
+        .iter()
+        .map(|n| (n.total, n.func.map_or(0, |f| rank[f as usize])))
+        .collect();
+    for n in &mut nodes {
+        n.children
+            .sort_by(|&a, &b| order[b].0.cmp(&order[a].0).then(order[a].1.cmp(&order[b].1)));
+    }
+    Tree { nodes }
+}
+
+/// Who calls `target` and what it calls, as [`crate::tree::neighbours`] counts them.
+pub fn neighbours(fold: &Fold, data: &Data, no_kernel: bool, target: &FunctionKey) -> Neighbours {
+    let mut out = Neighbours::default();
+    let Some(t) = data.interned.id(target) else {
+        return out;
+    };
+    let root = u32::MAX;
+    let mut callers: HashMap<u32, u64> = HashMap::new();
+    let mut callees: HashMap<u32, u64> = HashMap::new();
+    for &(id, n) in &fold.stacks {
+        let s = data.interned_stack(id, no_kernel).unwrap_or(&[]);
+        let Some(first) = s.iter().position(|&(f, _)| f == t) else {
+            continue;
+        };
+        out.total += n;
+        if s.last().map(|&(f, _)| f) == Some(t) {
+            out.self_samples += n;
+        }
+        let caller = if first > 0 { s[first - 1].0 } else { root };
+        *callers.entry(caller).or_default() += n;
+        let last = s.iter().rposition(|&(f, _)| f == t).unwrap_or(first);
+        if let Some(&(callee, _)) = s.get(last + 1) {
+            *callees.entry(callee).or_default() += n;
+        }
+    }
+    let key = |f: u32| {
+        if f == root {
+            FunctionKey {
+                function: "[root]".into(),
+                module: String::new(),
+                kernel: false,
+            }
+        } else {
+            data.interned.functions[f as usize].clone()
+        }
+    };
+    let sorted = |m: HashMap<u32, u64>| {
+        let mut v: Vec<(FunctionKey, u64)> = m.into_iter().map(|(f, n)| (key(f), n)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    };
+    out.callers = sorted(callers);
+    out.callees = sorted(callees);
+    out
+}
+
+/// One column of the timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Bucket {
+    pub samples: u32,
+    /// Index into [`Timeline::functions`] of the leaf function seen most.
+    pub function: Option<u32>,
+    /// Dense index of the thread seen most.
+    pub thread: Option<u32>,
+}
+
+/// The whole capture as samples per time bucket.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Timeline {
+    pub start: u64,
+    pub end: u64,
+    pub buckets: Vec<Bucket>,
+    pub functions: Vec<FunctionKey>,
+}
+
+impl Timeline {
+    /// Bucket holding `t` (clamped).
+    pub fn column(&self, t: u64) -> usize {
+        let n = self.buckets.len().max(1) as u128;
+        let span = u128::from(self.end - self.start).max(1);
+        let off = u128::from(t.clamp(self.start, self.end) - self.start);
+        ((off * n / span) as usize).min(self.buckets.len().saturating_sub(1))
+    }
+
+    /// Time at the left edge of column `c`.
+    pub fn time_at(&self, c: usize) -> u64 {
+        let n = self.buckets.len().max(1) as u128;
+        let span = u128::from(self.end - self.start);
+        self.start + (span * c as u128 / n) as u64
+    }
+}
+
+/// Most frequent value among `items` through a reusable counter.
+struct Dominant {
+    counts: Vec<u32>,
+    touched: Vec<u32>,
+}
+
+impl Dominant {
+    fn new(n: usize) -> Dominant {
+        Dominant {
+            counts: vec![0; n],
+            touched: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, v: u32) {
+        let Some(c) = self.counts.get_mut(v as usize) else {
+            return;
+        };
+        if *c == 0 {
+            self.touched.push(v);
+        }
+        *c += 1;
+    }
+
+    /// The most frequent value (ties: the smallest), and resets.
+    fn take(&mut self) -> Option<u32> {
+        let mut best: Option<(u32, u32)> = None;
+        for &v in &self.touched {
+            let c = self.counts[v as usize];
+            if best.is_none_or(|(bv, bc)| c > bc || (c == bc && v < bv)) {
+                best = Some((v, c));
+            }
+            self.counts[v as usize] = 0;
+        }
+        self.touched.clear();
+        best.map(|(v, _)| v)
+    }
+}
+
+/// The capture over `width` buckets (threads `excluded` left out).
+pub fn timeline(
+    data: &mut Data,
+    excluded: &BTreeSet<u32>,
+    no_kernel: bool,
+    width: usize,
+) -> Timeline {
+    let Some((start, end)) = data.span() else {
+        return Timeline::default();
+    };
+    let q = Query {
+        excluded: excluded.clone(),
+        ..Query::default()
+    };
+    let mask = q.mask(data);
+    let n_threads = data.threads.len();
+    data.intern_stacks(no_kernel);
+    let functions = data.interned.functions.clone();
+    let n_stacks = data.capture.stacks.keys().max().map_or(0, |&m| m as usize + 1);
+    let of_stack: Vec<u32> = (0..n_stacks as u32)
+        .map(|id| {
+            data.interned_stack(id, no_kernel)
+                .and_then(|s| s.last())
+                .map_or(u32::MAX, |&(f, _)| f)
+        })
+        .collect();
+    let mut t = Timeline {
+        start,
+        end,
+        buckets: vec![Bucket::default(); width],
+        functions,
+    };
+    if width == 0 {
+        return t;
+    }
+    let mut by_fn = Dominant::new(t.functions.len());
+    let mut by_thread = Dominant::new(n_threads);
+    let mut col = 0;
+    let mut next_edge = t.time_at(1);
+    let flush = |t: &mut Timeline, col: usize, f: &mut Dominant, th: &mut Dominant| {
+        t.buckets[col].function = f.take();
+        t.buckets[col].thread = th.take();
+    };
+    for r in &data.rows {
+        while r.time >= next_edge && col + 1 < width {
+            flush(&mut t, col, &mut by_fn, &mut by_thread);
+            col += 1;
+            next_edge = t.time_at(col + 1);
+        }
+        if mask[r.thread as usize] {
+            continue;
+        }
+        t.buckets[col].samples += 1;
+        if let Some(&f) = of_stack.get(r.stack as usize) {
+            by_fn.add(f);
+        }
+        by_thread.add(r.thread);
+    }
+    flush(&mut t, col, &mut by_fn, &mut by_thread);
+    t
+}
+
+/// The stream: the dominant stack of each time bucket of the selection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stream {
+    /// Per column, an index into `stacks` (None: no samples).
+    pub columns: Vec<Option<u32>>,
+    /// Distinct dominant stacks, root first.
+    pub stacks: Vec<Vec<FrameName>>,
+}
+
+/// Dominant stack per bucket of `q`'s time range, over `width` columns.
+pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
+    let mut out = Stream {
+        columns: vec![None; width],
+        stacks: Vec::new(),
+    };
+    if width == 0 || q.to_ns < q.from_ns {
+        return out;
+    }
+    let mask = q.mask(data);
+    let dense = data
+        .capture
+        .stacks
+        .keys()
+        .max()
+        .map_or(0, |&m| m as usize + 1);
+    let mut dom = Dominant::new(dense);
+    let span = u128::from(q.to_ns - q.from_ns) + 1;
+    let edge = |c: usize| q.from_ns + (span * c as u128 / width as u128) as u64;
+    let range = data.range(q.from_ns, q.to_ns);
+    let mut col = 0;
+    let mut next_edge = edge(1);
+    let mut picks: Vec<Option<u32>> = vec![None; width];
+    for r in &data.rows[range] {
+        while r.time >= next_edge && col + 1 < width {
+            picks[col] = dom.take();
+            col += 1;
+            next_edge = edge(col + 1);
+        }
+        if !mask[r.thread as usize] {
+            dom.add(r.stack);
+        }
+    }
+    picks[col] = dom.take();
+    let mut index: HashMap<u32, Option<u32>> = HashMap::new();
+    for (c, pick) in picks.into_iter().enumerate() {
+        let Some(id) = pick else { continue };
+        let slot = match index.get(&id) {
+            Some(&s) => s,
+            None => {
+                let s = data.stack_names(id, q.no_kernel).map(|names| {
+                    out.stacks.push(names);
+                    (out.stacks.len() - 1) as u32
+                });
+                index.insert(id, s);
+                s
+            }
+        };
+        out.columns[c] = slot;
+    }
+    out
+}

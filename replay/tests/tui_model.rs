@@ -1,0 +1,61 @@
+//! The views' fast fold agrees with the replay model it mirrors (`profile::fold`,
+//! `flat::flat`, `tree::CallTree`, `tree::neighbours`) on the committed fixtures.
+
+use std::path::PathBuf;
+
+use hotspot_replay::Capture;
+use hotspot_replay::flat::flat;
+use hotspot_replay::profile::{Filter, fold as replay_fold};
+use hotspot_replay::tree::{CallTree, neighbours as replay_neighbours};
+use hotspot_replay::tui::model::{Data, Query, fold, neighbours};
+
+fn capture(name: &str) -> Capture {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/captures")
+        .join(format!("{name}.hsp"));
+    Capture::open(&path).expect("fixture capture opens")
+}
+
+fn check(name: &str, no_kernel: bool) {
+    let c = capture(name);
+    let reference = replay_fold(&c, &Filter { no_kernel, ..Filter::default() });
+    let expected_flat = flat(&reference);
+    let expected_tree = CallTree::build(&reference);
+    let mut data = Data::new(c);
+    let (a, b) = data.span().expect("samples");
+    let q = Query {
+        from_ns: a,
+        to_ns: b,
+        no_kernel,
+        ..Query::default()
+    };
+    let f = fold(&mut data, &q);
+    assert_eq!(f.total, reference.total);
+    assert_eq!(f.flat, expected_flat);
+    // Same shape: totals and functions node by node in child order.
+    let mut stack = vec![(0usize, 0usize)];
+    while let Some((mine, theirs)) = stack.pop() {
+        let (m, t) = (&f.tree.nodes[mine], &expected_tree.nodes[theirs]);
+        assert_eq!((m.total, m.self_samples), (t.total, t.self_samples));
+        assert_eq!(f.key(mine), t.key.as_ref());
+        assert_eq!(f.line(mine), t.lines.first().map(|(l, _)| l));
+        assert_eq!(m.children.len(), t.children.len());
+        stack.extend(m.children.iter().copied().zip(t.children.iter().copied()));
+    }
+    for row in f.flat.iter().take(8) {
+        let mine = neighbours(&f, &data, no_kernel, &row.key);
+        assert_eq!(mine, replay_neighbours(&reference, &row.key), "{}", row.key.function);
+    }
+}
+
+#[test]
+fn phased_matches_the_replay_model() {
+    check("phased", false);
+    check("phased", true);
+}
+
+#[test]
+fn threads_matches_the_replay_model() {
+    check("threads", false);
+    check("threads", true);
+}

@@ -1,0 +1,187 @@
+//! `hotspot live` and the terminal side of `hotspot demo`: the recorder writes a capture
+//! in a background thread and the views tail that file — the same views and the same
+//! reading code as `hotspot view`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::Context;
+use hotspot_replay::tui::tail::Tail;
+use hotspot_replay::tui::{self, Mode, Options, Term};
+
+use crate::cli::{DemoArgs, LinkArgs, LiveArgs};
+use crate::process_list::ProcessList;
+use crate::record::{self, Run, Target};
+use crate::signals;
+use crate::view::{need_terminal, options};
+
+/// How often the recorder flushes a block while a view tails the file: the first rows
+/// show within a second of opening.
+const LIVE_FLUSH: Duration = Duration::from_millis(200);
+
+/// What to record and how.
+struct Live {
+    target: Target,
+    output: Option<PathBuf>,
+    freq: u32,
+    follow: bool,
+    duration: Option<Duration>,
+    opts: Options,
+}
+
+pub fn run(args: LiveArgs) -> anyhow::Result<()> {
+    let opts = options(Mode::Live, &args.links)?;
+    need_terminal("hotspot live")?;
+    let target = if !args.command.is_empty() {
+        if args.pid.is_some() {
+            anyhow::bail!("give either a PID or a command after --, not both");
+        }
+        Some(Target::Command(args.command.clone()))
+    } else {
+        args.pid.map(|p| Target::Pids(vec![p]))
+    };
+    signals::install();
+    let mut term = Term::enter().context("setting up the terminal")?;
+    let target = match target {
+        Some(t) => t,
+        None => {
+            let mut procs = ProcessList::new(std::path::Path::new("/proc"));
+            let mut load = || procs.read();
+            match tui::pick(&mut term, opts.palette, &mut load, &signals::STOP)? {
+                Some(pid) => Target::Pids(vec![pid]),
+                None => return Ok(()),
+            }
+        }
+    };
+    let live = Live {
+        target,
+        output: args.output,
+        freq: args.freq,
+        follow: !args.no_children,
+        duration: None,
+        opts,
+    };
+    live_view(term, live)
+}
+
+/// `hotspot demo`: the live view on the demo workload in a terminal, else record and
+/// print what was captured.
+pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
+    let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    if args.no_tui || !tty {
+        return record::demo(args);
+    }
+    let exe = std::env::current_exe().context("locating the hotspot executable")?;
+    // In the view the workload runs until the user quits (it is ended then).
+    let secs = args.duration.map_or(1e6, |d| d.as_secs_f64());
+    let cmd = vec![
+        exe.to_string_lossy().into_owned(),
+        "demo-workload".into(),
+        format!("{secs}"),
+    ];
+    let opts = options(
+        Mode::Live,
+        &LinkArgs {
+            repo: None,
+            rev: None,
+            strip: Vec::new(),
+        },
+    )?;
+    signals::install();
+    let term = Term::enter().context("setting up the terminal")?;
+    live_view(
+        term,
+        Live {
+            target: Target::Command(cmd),
+            output: Some(args.output),
+            freq: args.freq,
+            follow: true,
+            duration: None,
+            opts,
+        },
+    )
+}
+
+/// Removes the temporary capture at exit.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn temp_capture() -> PathBuf {
+    std::env::temp_dir().join(format!("hotspot-live-{}.hsp", std::process::id()))
+}
+
+/// Records in a background thread and shows the views on the file it writes.
+fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
+    let (path, temp) = match &live.output {
+        Some(p) => (p.clone(), None),
+        None => {
+            let p = temp_capture();
+            (p.clone(), Some(RemoveOnDrop(p)))
+        }
+    };
+    let (tx, rx) = mpsc::channel();
+    let rec_path = path.clone();
+    let Live {
+        target,
+        freq,
+        follow,
+        duration,
+        opts,
+        ..
+    } = live;
+    let recorder = std::thread::Builder::new()
+        .name("recorder".into())
+        .spawn(move || {
+            let mut started = |pid| {
+                let _ = tx.send(pid);
+            };
+            record::record_with(
+                target,
+                &rec_path,
+                freq,
+                duration,
+                follow,
+                Run {
+                    flush_every: LIVE_FLUSH,
+                    progress: false,
+                    stop: &signals::STOP,
+                    started: &mut started,
+                    end_command: true,
+                },
+            )
+        })
+        .context("starting the recorder thread")?;
+    if rx.recv().is_err() {
+        // The recorder failed before sampling started (no BPF, no such process…).
+        drop(term);
+        return match recorder.join() {
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(_)) => Err(anyhow::anyhow!("the recording ended before it started")),
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+    }
+    let shown = Tail::open(&path)
+        .map_err(anyhow::Error::from)
+        .and_then(|tail| Ok(tui::view(&mut term, tail, &path, opts, &signals::STOP)?));
+    signals::STOP.store(true, Ordering::SeqCst);
+    drop(term);
+    let summary = match recorder.join() {
+        Ok(r) => r,
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
+    shown?;
+    let summary = summary?;
+    if temp.is_none() {
+        record::print_summary(&summary, &path);
+    }
+    drop(temp);
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! End-to-end tests of the terminal views: `hotspot view` and `hotspot live` run inside
+//! tmux (a real terminal), driven with `send-keys` and read with `capture-pane`. Each test
+//! uses its own tmux server socket, so nothing else's sessions are touched.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Live tests record with real BPF and share two CPUs: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A detached tmux session running a plain shell, killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str) -> Tmux {
+        let socket = format!("hotspot-e2e-{name}-{}", std::process::id());
+        let t = Tmux { socket };
+        let out = t
+            .cmd()
+            .args(["new-session", "-d", "-s", "main", "-x", "160", "-y", "50"])
+            .args(["bash", "--norc", "--noprofile"])
+            .env("PS1", "e2e-prompt$ ")
+            .output()
+            .expect("tmux runs (is it installed?)");
+        assert!(out.status.success(), "tmux: {}", String::from_utf8_lossy(&out.stderr));
+        t
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().expect("tmux");
+        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Types a shell command line and Enter.
+    fn type_line(&self, line: &str) {
+        self.run(&["send-keys", "-t", "main", "-l", "--", line]);
+        self.run(&["send-keys", "-t", "main", "Enter"]);
+    }
+
+    /// Sends keys literally (each character a key press).
+    fn keys(&self, keys: &str) {
+        self.run(&["send-keys", "-t", "main", "-l", "--", keys]);
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "main"])
+    }
+
+    fn alternate_on(&self) -> bool {
+        self.run(&["display", "-p", "-t", "main", "#{alternate_on}"]).trim() == "1"
+    }
+
+    /// Waits until the screen satisfies `ok`, or fails showing it.
+    fn wait_for(&self, what: &str, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            if start.elapsed() > timeout {
+                panic!("timed out after {timeout:?} waiting for {what}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Quits the view and checks the terminal was given back to the shell.
+    fn quit_and_check_restored(&self) {
+        self.keys("q");
+        let start = Instant::now();
+        while self.alternate_on() {
+            assert!(start.elapsed() < Duration::from_secs(10), "still in the alternate screen after q:\n{}", self.screen());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.wait_for("the shell prompt after quitting", Duration::from_secs(10), |s| {
+            s.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| l.starts_with("e2e-prompt$"))
+        });
+        // Raw mode is off: the shell echoes what is typed, line by line.
+        self.type_line("echo restored-$((40+2))");
+        self.wait_for("the shell to run a command", Duration::from_secs(5), |s| s.contains("restored-42"));
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").output();
+    }
+}
+
+fn hotspot() -> &'static str {
+    env!("CARGO_BIN_EXE_hotspot")
+}
+
+fn fixture_capture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/captures")
+        .join(format!("{name}.hsp"))
+}
+
+fn quote(p: &Path) -> String {
+    format!("'{}'", p.display())
+}
+
+#[test]
+fn view_replays_a_capture_and_restores_the_terminal() {
+    let t = Tmux::start("view");
+    t.type_line(&format!("{} view {}", hotspot(), quote(&fixture_capture("phased"))));
+    let s = t.wait_for("the flat view", Duration::from_secs(10), |s| s.contains("p3_leaf"));
+    assert!(t.alternate_on());
+    for f in ["p1_leaf", "p2_leaf", "p3_leaf", "replay of phased.hsp"] {
+        assert!(s.contains(f), "{f} missing:\n{s}");
+    }
+    t.keys("f");
+    let s = t.wait_for("the flame graph", Duration::from_secs(5), |s| s.contains("Flame ·"));
+    for f in ["phase_one", "phase_two", "phase_three", "p1_work"] {
+        assert!(s.contains(f), "{f} missing from the flame graph:\n{s}");
+    }
+    t.keys("t");
+    let s = t.wait_for("the stream", Duration::from_secs(5), |s| s.contains("Stream ·"));
+    assert!(s.contains("p1_leaf") && s.contains("p3_leaf"), "{s}");
+    // Shrink the selection to the first fifth of the capture: phase one only.
+    t.keys(&"-".repeat(128));
+    t.keys("1");
+    let s = t.wait_for("the flat view of phase one", Duration::from_secs(5), |s| {
+        s.contains("Flat ·") && !s.contains("p3_leaf")
+    });
+    assert!(s.contains("p1_leaf"), "{s}");
+    // Select all again.
+    t.keys("a");
+    t.wait_for("every phase again", Duration::from_secs(5), |s| s.contains("p3_leaf"));
+    t.keys("T");
+    t.wait_for("the thread list", Duration::from_secs(5), |s| s.contains("Threads ·"));
+    t.quit_and_check_restored();
+}
+
+#[test]
+fn live_profiles_a_command_and_quits_cleanly() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let phased = common::fixture("phased");
+    let t = Tmux::start("live");
+    t.type_line(&format!("{} live -- {} 2", hotspot(), quote(&phased)));
+    let s = t.wait_for("the fixture's functions", Duration::from_secs(8), |s| s.contains("p1_leaf"));
+    assert!(s.contains("live at 499 Hz"), "{s}");
+    t.quit_and_check_restored();
+    // The command hotspot started was ended with the view.
+    let running = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|c| c.starts_with(phased.as_os_str().as_encoded_bytes()));
+    assert!(!running, "the profiled command still runs after quitting");
+}
