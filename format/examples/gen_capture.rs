@@ -30,7 +30,7 @@
 //!
 //! Prints one JSON line with what it wrote.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Write};
 
 use hotspot_format::{
@@ -895,7 +895,7 @@ impl Emitter {
                 };
                 // Some exe frames sit inside an inlined helper.
                 let h = hash2(f as u64, off);
-                let inlined = if func.module == M_EXE && h % 7 == 0 {
+                let inlined = if func.module == M_EXE && h.is_multiple_of(7) {
                     let helper = INLINE_HELPERS[(h >> 8) as usize % INLINE_HELPERS.len()];
                     let hf = out.intern("src/util/inline.h");
                     vec![InlinedFn {
@@ -992,7 +992,7 @@ fn run(cfg: &Config) -> Result<(), Box<dyn std::error::Error>> {
     let total_share: f64 = present.iter().map(|&r| share(r)).sum();
     let mut catalogue: Vec<Vec<FrameKey>> = Vec::new();
     let mut seen: HashMap<Vec<FrameKey>, usize> = HashMap::new();
-    let mut role_stacks: HashMap<u8, Vec<usize>> = HashMap::new();
+    let mut role_stacks: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
     for (ri, &r) in present.iter().enumerate() {
         let want = if ri + 1 == present.len() {
             cfg.stacks - catalogue.len()
@@ -1017,7 +1017,7 @@ fn run(cfg: &Config) -> Result<(), Box<dyn std::error::Error>> {
     // Per thread and phase: a ranking of its role's stacks (a shared base order, re-ranked
     // a little per thread and more per phase).
     const PHASES: usize = 4;
-    let mut base_perm: HashMap<u8, Vec<usize>> = HashMap::new();
+    let mut base_perm: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
     for (&r, v) in &role_stacks {
         let mut p = v.clone();
         for i in (1..p.len()).rev() {
