@@ -60,7 +60,13 @@ fn scan(path: &Path, options: ScanOptions) -> anyhow::Result<Scan> {
 }
 
 fn info(args: cli::InfoArgs) -> anyhow::Result<()> {
-    let scan = scan(&args.file, ScanOptions::default())?;
+    let scan = scan(
+        &args.file,
+        ScanOptions {
+            measure_sizes: true,
+            ..ScanOptions::default()
+        },
+    )?;
     let out = if args.json {
         hotspot_replay::info::scan_json(&scan)
     } else {

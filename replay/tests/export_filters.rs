@@ -188,6 +188,7 @@ fn unknown_threads_and_empty_ranges_are_errors() {
                 from: Some(offset(from)),
                 to: to.map(offset),
                 keep_order: false,
+                ..ScanOptions::default()
             },
             &mut |_, _| {},
         )

@@ -8,13 +8,17 @@ use hotspot_replay::export::{Scan, ScanOptions, Selection};
 use hotspot_replay::info;
 
 fn scan_bytes(bytes: &[u8]) -> Scan {
-    Scan::from_bytes(bytes, ScanOptions::default(), &mut |_, _| {}).expect("scan")
+    let options = ScanOptions {
+        measure_sizes: true,
+        ..ScanOptions::default()
+    };
+    Scan::from_bytes(bytes, options, &mut |_, _| {}).expect("scan")
 }
 
 #[test]
 fn sizes_add_up_to_the_file() {
     for name in ["split7030.hsp", "phased-report.hsp"] {
-        let s = export_common::scan(name, &Selection::default(), false);
+        let s = export_common::scan_info(name);
         let z = &s.sizes;
         let disk: u64 = z.kinds.values().map(|k| k.disk_bytes).sum();
         assert_eq!(
@@ -37,7 +41,7 @@ fn sizes_add_up_to_the_file() {
 
 #[test]
 fn coverage_is_measured_per_module() {
-    let s = export_common::scan("split7030.hsp", &Selection::default(), false);
+    let s = export_common::scan_info("split7030.hsp");
     let cov = info::coverage(&info::Facts::of_scan(&s));
     assert_eq!(cov.samples, s.samples);
     assert!(

@@ -66,7 +66,7 @@ fn info_and_diff_json_match_their_schemas() {
     let info: Vec<(&str, String)> = ["split7030.hsp", "phased-report.hsp"]
         .iter()
         .map(|n| {
-            let s = scan(n, &Selection::default(), false);
+            let s = export_common::scan_info(n);
             (*n, hotspot_replay::info::scan_json(&s))
         })
         .collect();
@@ -107,17 +107,16 @@ fn goldens_of_the_committed_captures() {
     );
     golden(
         "split7030.info.json",
-        &hotspot_replay::info::scan_json(&scan("split7030.hsp", &Selection::default(), false)),
+        &hotspot_replay::info::scan_json(&export_common::scan_info("split7030.hsp")),
     );
     golden(
         "split7030.info.txt",
-        &hotspot_replay::info::scan_text(&scan("split7030.hsp", &Selection::default(), false))
-            .replace(
-                export_common::capture("split7030.hsp")
-                    .to_string_lossy()
-                    .as_ref(),
-                "split7030.hsp",
-            ),
+        &hotspot_replay::info::scan_text(&export_common::scan_info("split7030.hsp")).replace(
+            export_common::capture("split7030.hsp")
+                .to_string_lossy()
+                .as_ref(),
+            "split7030.hsp",
+        ),
     );
 }
 

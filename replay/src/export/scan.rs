@@ -26,6 +26,9 @@ pub struct ScanOptions {
     pub to: Option<TimeSpec>,
     /// Keep every tallied sample as (time, tid, stack), in file order.
     pub keep_order: bool,
+    /// Measure each record kind's encoded size ([`Scan::sizes`]) by re-encoding every
+    /// record: `info` wants it, reports need not pay for it.
+    pub measure_sizes: bool,
 }
 
 /// How much of the file one record kind takes.
@@ -174,7 +177,9 @@ impl Scan {
         for record in block.records {
             scratch.0.clear();
             // Encoding what was just decoded cannot fail; a failure only loses the figure.
-            if encode_record(&record, &mut scratch.0, &mut scratch.1).is_ok() {
+            if options.measure_sizes
+                && encode_record(&record, &mut scratch.0, &mut scratch.1).is_ok()
+            {
                 *raw.entry(record.kind()).or_default() += scratch.0.len() as u64;
             }
             self.sizes.kinds.entry(record.kind()).or_default().records += 1;
@@ -183,7 +188,9 @@ impl Scan {
                 other => definitions.push(other),
             }
         }
-        self.apportion(&raw, end.saturating_sub(block.offset));
+        if options.measure_sizes {
+            self.apportion(&raw, end.saturating_sub(block.offset));
+        }
         // Definitions first: the session header that places the time window may share
         // its block with the first samples.
         self.capture.apply(Event::Block(Block {

@@ -26,6 +26,7 @@ impl Selection {
             from: self.from,
             to: self.to,
             keep_order,
+            measure_sizes: false,
         }
     }
 

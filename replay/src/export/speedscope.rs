@@ -21,11 +21,11 @@ use crate::sanitize::display;
 pub const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
 
 #[derive(Serialize)]
-struct File {
+struct File<'a> {
     #[serde(rename = "$schema")]
     schema: &'static str,
     shared: Shared,
-    profiles: Vec<Profile>,
+    profiles: Vec<Profile<'a>>,
     name: String,
     #[serde(rename = "activeProfileIndex")]
     active_profile_index: usize,
@@ -45,7 +45,7 @@ struct Frame {
 }
 
 #[derive(Serialize)]
-struct Profile {
+struct Profile<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     name: String,
@@ -54,9 +54,26 @@ struct Profile {
     start_value: u64,
     #[serde(rename = "endValue")]
     end_value: u64,
-    /// Frame indices, root first.
-    samples: Vec<Vec<usize>>,
+    samples: Samples<'a>,
     weights: Vec<u64>,
+}
+
+/// The `samples` array: each entry a stack of frame indices, root first. Entries name
+/// their stack by id, so a stack sampled a million times is held once.
+struct Samples<'a> {
+    ids: Vec<StackId>,
+    stacks: &'a HashMap<StackId, Vec<usize>>,
+}
+
+impl Serialize for Samples<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(self.ids.len()))?;
+        for id in &self.ids {
+            seq.serialize_element(self.stacks.get(id).map_or(&[][..], Vec::as_slice))?;
+        }
+        seq.end()
+    }
 }
 
 #[derive(Default)]
@@ -110,30 +127,21 @@ pub fn render(slice: &Slice) -> String {
     let mut frames = Frames::default();
     let mut cache = StackNames::default();
     let mut stacks: HashMap<StackId, Vec<usize>> = HashMap::new();
-    let mut profiles = Vec::new();
+    // (name, stack ids, weights, end value) per thread.
+    let mut runs = Vec::new();
     for (tid, mut samples) in per_thread {
         samples.sort_by_key(|s| s.0);
-        let mut profile = Profile {
-            kind: "sampled",
-            name: slice.thread_label(tid),
-            unit,
-            start_value: 0,
-            end_value: 0,
-            samples: Vec::new(),
-            weights: Vec::new(),
-        };
-        let mut last: Option<StackId> = None;
+        let (mut ids, mut weights, mut end) = (Vec::new(), Vec::<u64>::new(), 0);
         for (_, stack, n) in samples {
             let w = n * weight;
-            profile.end_value += w;
-            if last == Some(stack) {
-                if let Some(x) = profile.weights.last_mut() {
+            end += w;
+            if ids.last() == Some(&stack) {
+                if let Some(x) = weights.last_mut() {
                     *x += w;
                 }
                 continue;
             }
-            last = Some(stack);
-            let indices = stacks.entry(stack).or_insert_with(|| {
+            stacks.entry(stack).or_insert_with(|| {
                 let names = match slice.names(&mut cache, stack) {
                     Some(n) if n.is_empty() => vec![placeholder(NO_FRAMES)],
                     Some(n) => n,
@@ -141,11 +149,26 @@ pub fn render(slice: &Slice) -> String {
                 };
                 names.iter().map(|f| frames.get(f)).collect()
             });
-            profile.samples.push(indices.clone());
-            profile.weights.push(w);
+            ids.push(stack);
+            weights.push(w);
         }
-        profiles.push(profile);
+        runs.push((slice.thread_label(tid), ids, weights, end));
     }
+    let profiles: Vec<Profile> = runs
+        .into_iter()
+        .map(|(name, ids, weights, end)| Profile {
+            kind: "sampled",
+            name,
+            unit,
+            start_value: 0,
+            end_value: end,
+            samples: Samples {
+                ids,
+                stacks: &stacks,
+            },
+            weights,
+        })
+        .collect();
     let active = profiles
         .iter()
         .enumerate()

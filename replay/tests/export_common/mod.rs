@@ -26,6 +26,15 @@ pub fn scan(name: &str, selection: &Selection, keep_order: bool) -> Scan {
     .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// Scans a committed capture as `info` does: whole, with the record sizes measured.
+pub fn scan_info(name: &str) -> Scan {
+    let options = hotspot_replay::export::ScanOptions {
+        measure_sizes: true,
+        ..Default::default()
+    };
+    Scan::open(&capture(name), options, &mut |_, _| {}).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 /// Scans and slices with `selection`; the closure gets the slice.
 pub fn with_slice<T>(
     name: &str,
