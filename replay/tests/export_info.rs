@@ -4,7 +4,7 @@
 mod export_common;
 
 use export_common::{capture, tmp};
-use hotspot_replay::export::{Scan, ScanOptions, Selection};
+use hotspot_replay::export::{Scan, ScanOptions};
 use hotspot_replay::info;
 
 fn scan_bytes(bytes: &[u8]) -> Scan {
