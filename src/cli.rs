@@ -15,6 +15,9 @@ use hotspot_replay::export::{Selection, TimeSpec};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Name frames again from ELF or debug files in DIR (matched by build-id; repeatable).
+    #[arg(long = "symbols", value_name = "DIR", global = true)]
+    pub symbols: Vec<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

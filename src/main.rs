@@ -3,8 +3,9 @@
 mod cli;
 mod demo;
 mod live;
-mod record;
+mod open;
 mod process_list;
+mod record;
 mod signals;
 mod view;
 
@@ -17,6 +18,12 @@ use hotspot_replay::export::{Scan, ScanOptions, Slice};
 
 fn main() {
     let cli = cli::Cli::parse();
+    open::set_symbol_dirs(cli.symbols.clone());
+    // Before any slow set-up: a Ctrl-C or SIGTERM that arrives while the recorder
+    // starts must still end in a finished capture, not a killed process.
+    if matches!(cli.command, cli::Command::Record(_) | cli::Command::Demo(_)) {
+        signals::install();
+    }
     let result = match cli.command {
         cli::Command::Record(args) => record::run(args),
         cli::Command::Info(args) => info(args),
@@ -49,13 +56,14 @@ fn format_error(e: &anyhow::Error) -> String {
 }
 
 /// Reads a capture for `info`, `report` and `diff`: streaming, with a progress bar on a
-/// terminal.
+/// terminal, and `--symbols` applied to its definitions.
 fn scan(path: &Path, options: ScanOptions) -> anyhow::Result<Scan> {
     let mut progress = Progress::new(&path.to_string_lossy());
-    let scan = Scan::open(path, options, &mut |done, total| {
+    let mut scan = Scan::open(path, options, &mut |done, total| {
         progress.update(done, total);
     })?;
     progress.finish();
+    open::resymbolize(&mut scan.capture);
     Ok(scan)
 }
 

@@ -58,6 +58,7 @@ fn expected_functions(name: &str) -> &'static [&'static str] {
         "inlined" => &["outer_fn"],
         "memwork" => &["mem_driver", "mem_fill", "mem_copy"],
         "jit" => &["jit_driver"],
+        "throughput" => &["tp_run", "tp_outer", "tp_middle", "tp_leaf"],
         other => panic!("no expectations for fixture {other}"),
     }
 }
@@ -242,6 +243,19 @@ fn early() {
 #[test]
 fn busy() {
     build_run("busy", &[SHORT_ARG], SHORT);
+}
+
+#[test]
+fn throughput_reports_its_rate() {
+    let bin = fixture("throughput");
+    check_static_properties("throughput", &bin);
+    let out = common::run_tool(Command::new(&bin).arg("0.3"));
+    let rate: f64 = out
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("units_per_s="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no units_per_s in {out:?}"));
+    assert!(rate > 0.0, "{out}");
 }
 
 #[test]

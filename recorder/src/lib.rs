@@ -18,4 +18,4 @@ pub mod sink;
 pub mod symbolizer;
 
 pub use error::RecordError;
-pub use recorder::{Progress, RecordConfig, StopReason, Summary, run};
+pub use recorder::{Progress, RecordConfig, Recorder, StopReason, Summary, run};

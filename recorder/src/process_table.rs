@@ -34,8 +34,9 @@ pub struct ProcessTable {
     threads: HashMap<u32, ThreadEntry>,
 }
 
-/// Don't re-read a process's maps more often than this when an address misses them.
-const MAPS_REFRESH_NS: u64 = 100_000_000;
+/// Don't re-read a process's maps more often than this when addresses miss them (a JIT
+/// keeps missing).
+const MAPS_REFRESH_NS: u64 = 5_000_000;
 
 impl ProcessTable {
     pub fn new(proc_root: impl Into<PathBuf>) -> Self {
@@ -68,7 +69,7 @@ impl ProcessTable {
                 modules: vec![None; maps.len()],
                 info,
                 maps,
-                maps_read_ns: now_ns,
+                maps_read_ns: crate::session::monotonic_ns(),
                 alive: true,
             }
         });
@@ -79,17 +80,28 @@ impl ProcessTable {
         self.procs.get_mut(&pid)
     }
 
-    /// Re-reads the maps of `pid` unless that was done very recently; true if re-read.
-    pub fn refresh_maps(&mut self, pid: u32, now_ns: u64, force: bool) -> bool {
+    /// Re-reads the maps of `pid` for an address that missed them, if the sample was
+    /// taken after the maps were last read (an older sample cannot be explained by a newer
+    /// mapping) or `force`; true if the maps changed.
+    pub fn refresh_maps(&mut self, pid: u32, sample_ns: u64, force: bool) -> bool {
         let root = self.proc_root.clone();
         let Some(entry) = self.procs.get_mut(&pid) else {
             return false;
         };
-        if !force && now_ns.saturating_sub(entry.maps_read_ns) < MAPS_REFRESH_NS {
+        let now_ns = crate::session::monotonic_ns();
+        if !force
+            && (sample_ns <= entry.maps_read_ns
+                || now_ns.saturating_sub(entry.maps_read_ns) < MAPS_REFRESH_NS)
+        {
             return false;
         }
         entry.maps_read_ns = now_ns;
         match proc_maps::read_maps(&root, pid) {
+            // A zombie's maps read as empty: keep what we knew for its queued samples.
+            Some(maps) if maps.is_empty() => {
+                entry.alive = false;
+                false
+            }
             Some(maps) if maps != entry.maps => {
                 entry.modules = vec![None; maps.len()];
                 entry.maps = maps;
@@ -105,10 +117,19 @@ impl ProcessTable {
 
     /// The process replaced its image: new name, command line and mappings. Returns the
     /// record to write.
-    pub fn exec(&mut self, pid: u32, comm: &str, now_ns: u64) -> Process {
+    /// `None` when the entry was already read after the exec (the recorder tracked a
+    /// command it started right after exec'ing it): the new image is what it holds.
+    pub fn exec(&mut self, pid: u32, comm: &str, now_ns: u64) -> Option<Process> {
+        if self
+            .procs
+            .get(&pid)
+            .is_some_and(|e| e.maps_read_ns > now_ns)
+        {
+            return None;
+        }
         self.procs.remove(&pid);
         let (_, rec) = self.ensure(pid, comm, now_ns);
-        rec.unwrap_or_default()
+        rec
     }
 
     /// Marks a process gone; its maps stay for samples still queued.

@@ -75,24 +75,99 @@ pub struct Summary {
     pub kallsyms_missing: bool,
 }
 
-/// Records until stopped; returns the summary and the finished output.
+/// Everything a recording needs that is slow to set up (the kernel symbol snapshot, the
+/// symbol worker): built before sampling starts, so the first events are handled at once
+/// and a short-lived target's /proc entries are still there to read.
+#[derive(Debug)]
+pub struct Recorder {
+    cfg: RecordConfig,
+    norm: Normalizer,
+    worker: SymbolWorker,
+    /// Records produced before the writer existed (processes tracked up front).
+    pending: Vec<Record>,
+}
+
+impl Recorder {
+    pub fn new(cfg: RecordConfig) -> Result<Self, RecordError> {
+        let kallsyms = Kallsyms::read(&cfg.proc_root.join("kallsyms")).unwrap_or_default();
+        let norm = Normalizer::new(ProcessTable::new(&cfg.proc_root), kallsyms, &cfg.sys_root);
+        let worker = SymbolWorker::start(cfg.debug_dirs.clone(), cfg.proc_root.clone()).map_err(
+            |source| RecordError::Io {
+                path: "symbol worker thread".into(),
+                source,
+            },
+        )?;
+        Ok(Recorder {
+            cfg,
+            norm,
+            worker,
+            pending: Vec::new(),
+        })
+    }
+
+    /// Reads a target's /proc entries now (call right after a command's exec): a
+    /// command that exits quickly is gone before its first samples are drained.
+    pub fn track(&mut self, pid: u32) {
+        let now = crate::session::monotonic_ns();
+        let (_, new) = self.norm.procs.ensure(pid, "", now);
+        if let Some(p) = new {
+            self.pending.push(Record::Process(p));
+        }
+    }
+
+    /// Records until stopped; returns the summary and the finished output.
+    pub fn run<S: EventSource, W: Write>(
+        self,
+        source: &mut S,
+        writer: Writer<W>,
+        stop: &AtomicBool,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<(Summary, W), RecordError> {
+        let Recorder {
+            cfg,
+            norm,
+            worker,
+            pending,
+        } = self;
+        record(
+            source,
+            writer,
+            &cfg,
+            norm,
+            worker,
+            pending,
+            stop,
+            on_progress,
+        )
+    }
+}
+
+/// Sets up a [`Recorder`] and runs it (for callers with nothing to track up front).
 pub fn run<S: EventSource, W: Write>(
     source: &mut S,
-    mut writer: Writer<W>,
+    writer: Writer<W>,
     cfg: &RecordConfig,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<(Summary, W), RecordError> {
+    Recorder::new(cfg.clone())?.run(source, writer, stop, on_progress)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record<S: EventSource, W: Write>(
+    source: &mut S,
+    mut writer: Writer<W>,
+    cfg: &RecordConfig,
+    mut norm: Normalizer,
+    worker: SymbolWorker,
+    pending: Vec<Record>,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<(Summary, W), RecordError> {
     let start = Instant::now();
-    let kallsyms = Kallsyms::read(&cfg.proc_root.join("kallsyms")).unwrap_or_default();
-    let mut norm = Normalizer::new(ProcessTable::new(&cfg.proc_root), kallsyms, &cfg.sys_root);
-    let worker =
-        SymbolWorker::start(cfg.debug_dirs.clone(), cfg.proc_root.clone()).map_err(|source| {
-            RecordError::Io {
-                path: "symbol worker thread".into(),
-                source,
-            }
-        })?;
+    for r in pending {
+        writer.push(r)?;
+    }
     let mut live: HashSet<u32> = cfg.targets.iter().copied().collect();
     let mut events = Vec::new();
     let mut frames = Vec::new();
@@ -183,8 +258,9 @@ fn handle<W: Write>(
                 live.insert(child);
             }
             RawEvent::Exec { time_ns, pid, comm } => {
-                let rec = norm.procs.exec(pid, &comm_str(&comm), time_ns);
-                writer.push(Record::Process(rec))?;
+                if let Some(rec) = norm.procs.exec(pid, &comm_str(&comm), time_ns) {
+                    writer.push(Record::Process(rec))?;
+                }
             }
             RawEvent::Exit { time_ns, pid } => {
                 norm.procs.exit(pid);

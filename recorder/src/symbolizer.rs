@@ -125,9 +125,20 @@ impl Resolver {
         // exit, /proc/PID/map_files goes away): resolve those before files on disk,
         // whose DWARF can take a while to load.
         let mut work: Vec<(ModuleInfo, Vec<SymbolRequest>)> = by_module.into_values().collect();
+        // Then small objects before big ones: a program's own frames should not wait for
+        // libc's debug info to load.
         work.sort_by_key(|(info, _)| {
-            let ephemeral = info.kind == ModuleKind::Jit || info.open_path.as_ref().is_some_and(|p| p.starts_with(&self.proc_root));
-            (!ephemeral, info.id)
+            let ephemeral = info.kind == ModuleKind::Jit
+                || info
+                    .open_path
+                    .as_ref()
+                    .is_some_and(|p| p.starts_with(&self.proc_root));
+            let size = info
+                .open_path
+                .as_ref()
+                .and_then(|p| std::fs::metadata(p).ok())
+                .map_or(0, |m| m.len());
+            (!ephemeral, size, info.id)
         });
         let mut out = Vec::new();
         for (info, reqs) in work {

@@ -62,6 +62,9 @@ pub struct Capture {
     pub unknown_kinds: BTreeMap<u32, u64>,
     /// Records per kind (for `info`'s breakdown): kind → count.
     pub record_counts: BTreeMap<u32, u64>,
+    /// Reverse of `strings`, built on demand by [`Capture::intern`].
+    string_ids: HashMap<String, StringId>,
+    strings_indexed: usize,
 }
 
 impl Capture {
@@ -178,6 +181,29 @@ impl Capture {
         let min = self.samples.iter().map(|s| s.time_ns).min()?;
         let max = self.samples.iter().map(|s| s.time_ns).max()?;
         Some((min, max))
+    }
+
+    /// The id of `text`, adding it as a new string if the capture has none equal
+    /// (re-symbolisation brings names the capture never had).
+    pub fn intern(&mut self, text: &str) -> StringId {
+        if self.strings_indexed != self.strings.len() {
+            // First one wins for duplicate texts, as for every other definition.
+            let mut ids: Vec<(&StringId, &String)> = self.strings.iter().collect();
+            ids.sort_unstable();
+            self.string_ids = HashMap::new();
+            for (id, s) in ids {
+                self.string_ids.entry(s.clone()).or_insert(*id);
+            }
+            self.strings_indexed = self.strings.len();
+        }
+        if let Some(&id) = self.string_ids.get(text) {
+            return id;
+        }
+        let id = self.strings.keys().max().map_or(0, |m| m.saturating_add(1));
+        self.strings.insert(id, text.to_string());
+        self.string_ids.insert(text.to_string(), id);
+        self.strings_indexed += 1;
+        id
     }
 
     pub fn string(&self, id: StringId) -> Option<&str> {

@@ -9,6 +9,7 @@ pub mod info;
 pub mod names;
 pub mod profile;
 pub mod report;
+pub mod resymbolize;
 pub mod sanitize;
 pub mod tree;
 pub mod tui;

@@ -64,6 +64,7 @@ pub const ALL_FIXTURES: &[&str] = &[
     "inlined",
     "memwork",
     "jit",
+    "throughput",
 ];
 
 /// `fixtures/` in the workspace.

@@ -1,0 +1,38 @@
+//! Opening captures for the replay commands, with `--symbols` applied once for all.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use hotspot_replay::Capture;
+
+static SYMBOL_DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+
+/// Records the global `--symbols DIR` list (called once from `main`).
+pub fn set_symbol_dirs(dirs: Vec<PathBuf>) {
+    let _ = SYMBOL_DIRS.set(dirs);
+}
+
+/// The `--symbols` directories given on the command line.
+pub fn symbol_dirs() -> &'static [PathBuf] {
+    SYMBOL_DIRS.get().map_or(&[], Vec::as_slice)
+}
+
+/// Opens a capture and, if `--symbols` was given, names its frames again from the
+/// files found there (build-id matched); mismatches are reported once on stderr.
+pub fn capture(path: &Path) -> anyhow::Result<Capture> {
+    let mut c = Capture::open(path)?;
+    resymbolize(&mut c);
+    Ok(c)
+}
+
+/// Applies `--symbols` to an already opened (or growing) capture.
+pub fn resymbolize(c: &mut Capture) {
+    let dirs = symbol_dirs();
+    if dirs.is_empty() {
+        return;
+    }
+    let outcome = hotspot_replay::resymbolize::resymbolize(c, dirs);
+    for m in &outcome.mismatches {
+        eprintln!("hotspot: {m}");
+    }
+}
