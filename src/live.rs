@@ -32,6 +32,23 @@ struct Live {
     opts: Options,
 }
 
+/// SIGHUP (the terminal went away) stops like Ctrl-C, so the capture is finished and a
+/// temporary one removed.
+pub fn stop_on_hangup() {
+    extern "C" fn on_hup(_: libc::c_int) {
+        signals::STOP.store(true, Ordering::SeqCst);
+    }
+    let handler: extern "C" fn(libc::c_int) = on_hup;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGHUP, &sa, std::ptr::null_mut());
+    }
+}
+
 pub fn run(args: LiveArgs) -> anyhow::Result<()> {
     let opts = options(Mode::Live, &args.links)?;
     need_terminal("hotspot live")?;
@@ -44,11 +61,15 @@ pub fn run(args: LiveArgs) -> anyhow::Result<()> {
         args.pid.map(|p| Target::Pids(vec![p]))
     };
     signals::install();
+    stop_on_hangup();
     let mut term = Term::enter().context("setting up the terminal")?;
     let target = match target {
         Some(t) => t,
         None => {
             let mut procs = ProcessList::new(std::path::Path::new("/proc"));
+            // Two readings apart, so the first table already shows CPU use.
+            procs.read();
+            std::thread::sleep(Duration::from_millis(250));
             let mut load = || procs.read();
             match tui::pick(&mut term, opts.palette, &mut load, &signals::STOP)? {
                 Some(pid) => Target::Pids(vec![pid]),
@@ -91,6 +112,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
         },
     )?;
     signals::install();
+    stop_on_hangup();
     let term = Term::enter().context("setting up the terminal")?;
     live_view(
         term,
@@ -127,8 +149,11 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
             (p.clone(), Some(RemoveOnDrop(p)))
         }
     };
+    // The command's own output goes to a file next to the capture: the view has the terminal.
+    let log = path.with_extension("log");
     let (tx, rx) = mpsc::channel();
     let rec_path = path.clone();
+    let rec_log = log.clone();
     let Live {
         target,
         freq,
@@ -155,6 +180,7 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
                     stop: &signals::STOP,
                     started: &mut started,
                     end_command: true,
+                    command_output: Some(&rec_log),
                 },
             )
         })
@@ -183,5 +209,10 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
         record::print_summary(&summary, &path);
     }
     drop(temp);
+    if std::fs::metadata(&log).is_ok_and(|m| m.len() == 0) {
+        let _ = std::fs::remove_file(&log);
+    } else if log.exists() {
+        eprintln!("hotspot: the command's output is in {}", log.display());
+    }
     Ok(())
 }

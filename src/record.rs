@@ -50,7 +50,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<()> {
 /// `hotspot demo`: records the built-in workload and prints what the capture holds.
 pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("locating the hotspot executable")?;
-    let secs = args.duration.unwrap_or(Duration::from_secs(5)).as_secs_f64();
+    let secs = args
+        .duration
+        .unwrap_or(Duration::from_secs(5))
+        .as_secs_f64();
     let cmd = vec![
         exe.to_string_lossy().into_owned(),
         "demo-workload".into(),
@@ -80,6 +83,9 @@ pub struct Run<'a> {
     /// End a started command that still runs when the recording stops (live mode: the
     /// user quit the view of a command hotspot started).
     pub end_command: bool,
+    /// Send a started command's stdout and stderr to this file and its stdin to
+    /// /dev/null (live mode: the terminal belongs to the view).
+    pub command_output: Option<&'a Path>,
 }
 
 fn record(
@@ -95,6 +101,7 @@ fn record(
         stop: &signals::STOP,
         started: &mut |_| {},
         end_command: false,
+        command_output: None,
     };
     record_with(target, output, freq, duration, follow, run)
 }
@@ -131,7 +138,10 @@ pub fn record_with(
         b.starts_with(&hotspot_format::header::MAGIC)
     })?;
     let mut child = match &target {
-        Target::Command(argv) => Some(GatedChild::spawn(argv)?),
+        Target::Command(argv) => Some(match run.command_output {
+            Some(out) => with_std_fds(out, || GatedChild::spawn(argv))??,
+            None => GatedChild::spawn(argv)?,
+        }),
         _ => None,
     };
     let mut targets = pids;
@@ -191,25 +201,57 @@ pub fn record_with(
     let (summary, file) = result?;
     file.sync_all()
         .with_context(|| format!("syncing {}", output.display()))?;
-    if let Some(c) = child.as_mut().filter(|_| run.end_command) {
-        if c.try_wait().is_none() {
-            // Not reaped yet, so the pid is still this child's.
-            // SAFETY: kill(2) on our own child's pid with a valid signal.
-            unsafe { libc::kill(c.pid() as libc::pid_t, libc::SIGTERM) };
-            c.wait();
-        }
+    if let Some(c) = child.as_mut().filter(|_| run.end_command)
+        && c.try_wait().is_none()
+    {
+        // Not reaped yet, so the pid is still this child's.
+        // SAFETY: kill(2) on our own child's pid with a valid signal.
+        unsafe { libc::kill(c.pid() as libc::pid_t, libc::SIGTERM) };
+        c.wait();
     }
-    if let Some(c) = &mut child {
-        if c.try_wait().is_none() && summary.reason != StopReason::TargetsExited && run.progress {
-            // The recording ended first (duration or Ctrl-C): the command keeps running
-            // unprofiled, as with perf; say so rather than kill it.
-            eprintln!(
-                "hotspot: the command (pid {}) is still running, no longer profiled",
-                c.pid()
-            );
-        }
+    if let Some(c) = &mut child
+        && c.try_wait().is_none()
+        && summary.reason != StopReason::TargetsExited
+        && run.progress
+    {
+        // The recording ended first (duration or Ctrl-C): the command keeps running
+        // unprofiled, as with perf; say so rather than kill it.
+        eprintln!(
+            "hotspot: the command (pid {}) is still running, no longer profiled",
+            c.pid()
+        );
     }
     Ok(summary)
+}
+
+/// Runs `f` (which forks) with stdin on /dev/null and stdout/stderr on `out`, so the
+/// child inherits those; hotspot's own descriptors are put back afterwards.
+fn with_std_fds<T>(out: &Path, f: impl FnOnce() -> T) -> anyhow::Result<T> {
+    use std::os::fd::AsRawFd;
+    let log = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
+    let null = std::fs::File::open("/dev/null").context("opening /dev/null")?;
+    let mut saved = [-1; 3];
+    for (fd, slot) in saved.iter_mut().enumerate() {
+        // SAFETY: dup of a standard descriptor; the copy is closed below.
+        *slot = unsafe { libc::dup(fd as libc::c_int) };
+    }
+    // SAFETY: dup2 onto the standard descriptors from files that stay open meanwhile.
+    unsafe {
+        libc::dup2(null.as_raw_fd(), 0);
+        libc::dup2(log.as_raw_fd(), 1);
+        libc::dup2(log.as_raw_fd(), 2);
+    }
+    let r = f();
+    for (fd, &copy) in saved.iter().enumerate() {
+        if copy >= 0 {
+            // SAFETY: restoring from the copies made above, then closing them.
+            unsafe {
+                libc::dup2(copy, fd as libc::c_int);
+                libc::close(copy);
+            }
+        }
+    }
+    Ok(r)
 }
 
 fn progress_line(p: &Progress) -> String {

@@ -28,7 +28,11 @@ impl Tmux {
             .env("PS1", "e2e-prompt$ ")
             .output()
             .expect("tmux runs (is it installed?)");
-        assert!(out.status.success(), "tmux: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "tmux: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         t
     }
 
@@ -40,7 +44,11 @@ impl Tmux {
 
     fn run(&self, args: &[&str]) -> String {
         let out = self.cmd().args(args).output().expect("tmux");
-        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -60,7 +68,9 @@ impl Tmux {
     }
 
     fn alternate_on(&self) -> bool {
-        self.run(&["display", "-p", "-t", "main", "#{alternate_on}"]).trim() == "1"
+        self.run(&["display", "-p", "-t", "main", "#{alternate_on}"])
+            .trim()
+            == "1"
     }
 
     /// Waits until the screen satisfies `ok`, or fails showing it.
@@ -83,15 +93,28 @@ impl Tmux {
         self.keys("q");
         let start = Instant::now();
         while self.alternate_on() {
-            assert!(start.elapsed() < Duration::from_secs(10), "still in the alternate screen after q:\n{}", self.screen());
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "still in the alternate screen after q:\n{}",
+                self.screen()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
-        self.wait_for("the shell prompt after quitting", Duration::from_secs(10), |s| {
-            s.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| l.starts_with("e2e-prompt$"))
-        });
+        self.wait_for(
+            "the shell prompt after quitting",
+            Duration::from_secs(10),
+            |s| {
+                s.lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .is_some_and(|l| l.starts_with("e2e-prompt$"))
+            },
+        );
         // Raw mode is off: the shell echoes what is typed, line by line.
         self.type_line("echo restored-$((40+2))");
-        self.wait_for("the shell to run a command", Duration::from_secs(5), |s| s.contains("restored-42"));
+        self.wait_for("the shell to run a command", Duration::from_secs(5), |s| {
+            s.contains("restored-42")
+        });
     }
 }
 
@@ -118,19 +141,29 @@ fn quote(p: &Path) -> String {
 #[test]
 fn view_replays_a_capture_and_restores_the_terminal() {
     let t = Tmux::start("view");
-    t.type_line(&format!("{} view {}", hotspot(), quote(&fixture_capture("phased"))));
-    let s = t.wait_for("the flat view", Duration::from_secs(10), |s| s.contains("p3_leaf"));
+    t.type_line(&format!(
+        "{} view {}",
+        hotspot(),
+        quote(&fixture_capture("phased"))
+    ));
+    let s = t.wait_for("the flat view", Duration::from_secs(10), |s| {
+        s.contains("p3_leaf")
+    });
     assert!(t.alternate_on());
     for f in ["p1_leaf", "p2_leaf", "p3_leaf", "replay of phased.hsp"] {
         assert!(s.contains(f), "{f} missing:\n{s}");
     }
     t.keys("f");
-    let s = t.wait_for("the flame graph", Duration::from_secs(5), |s| s.contains("Flame ·"));
+    let s = t.wait_for("the flame graph", Duration::from_secs(5), |s| {
+        s.contains("Flame ·")
+    });
     for f in ["phase_one", "phase_two", "phase_three", "p1_work"] {
         assert!(s.contains(f), "{f} missing from the flame graph:\n{s}");
     }
     t.keys("t");
-    let s = t.wait_for("the stream", Duration::from_secs(5), |s| s.contains("Stream ·"));
+    let s = t.wait_for("the stream", Duration::from_secs(5), |s| {
+        s.contains("Stream ·")
+    });
     assert!(s.contains("p1_leaf") && s.contains("p3_leaf"), "{s}");
     // Shrink the selection to the first fifth of the capture: phase one only.
     t.keys(&"-".repeat(128));
@@ -141,9 +174,13 @@ fn view_replays_a_capture_and_restores_the_terminal() {
     assert!(s.contains("p1_leaf"), "{s}");
     // Select all again.
     t.keys("a");
-    t.wait_for("every phase again", Duration::from_secs(5), |s| s.contains("p3_leaf"));
+    t.wait_for("every phase again", Duration::from_secs(5), |s| {
+        s.contains("p3_leaf")
+    });
     t.keys("T");
-    t.wait_for("the thread list", Duration::from_secs(5), |s| s.contains("Threads ·"));
+    t.wait_for("the thread list", Duration::from_secs(5), |s| {
+        s.contains("Threads ·")
+    });
     t.quit_and_check_restored();
 }
 
@@ -153,7 +190,9 @@ fn live_profiles_a_command_and_quits_cleanly() {
     let phased = common::fixture("phased");
     let t = Tmux::start("live");
     t.type_line(&format!("{} live -- {} 2", hotspot(), quote(&phased)));
-    let s = t.wait_for("the fixture's functions", Duration::from_secs(8), |s| s.contains("p1_leaf"));
+    let s = t.wait_for("the fixture's functions", Duration::from_secs(8), |s| {
+        s.contains("p1_leaf")
+    });
     assert!(s.contains("live at 499 Hz"), "{s}");
     t.quit_and_check_restored();
     // The command hotspot started was ended with the view.

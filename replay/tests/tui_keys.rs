@@ -45,10 +45,16 @@ fn quit_from_anywhere() {
     let mut s = state("phased");
     assert_eq!(press(&mut s, &[Key::Char('q')]), Action::Quit);
     let mut s = state("phased");
-    assert_eq!(press(&mut s, &[Key::Char('f'), Key::Down, Key::Ctrl('c')]), Action::Quit);
+    assert_eq!(
+        press(&mut s, &[Key::Char('f'), Key::Down, Key::Ctrl('c')]),
+        Action::Quit
+    );
     // While typing a filter, q is text but Ctrl-C still quits.
     let mut s = state("phased");
-    assert_eq!(press(&mut s, &[Key::Char('/'), Key::Char('q')]), Action::Redraw);
+    assert_eq!(
+        press(&mut s, &[Key::Char('/'), Key::Char('q')]),
+        Action::Redraw
+    );
     assert_eq!(s.flat.filter, "q");
     assert_eq!(press(&mut s, &[Key::Ctrl('c')]), Action::Quit);
 }
@@ -76,12 +82,18 @@ fn moving_and_opening_callers() {
     let f = cursor_function(&s);
     press(&mut s, &[Key::Enter]);
     assert_eq!(s.view, View::Callers);
-    assert_eq!(s.callers.target.as_ref().map(|k| k.function.clone()), Some(f));
+    assert_eq!(
+        s.callers.target.as_ref().map(|k| k.function.clone()),
+        Some(f)
+    );
     // The leaf's caller is its work function; opening it walks on, back walks back.
     let caller = s.callers_row(0).map(|(k, _)| k.function.clone());
     assert_eq!(caller.as_deref().map(|c| c.ends_with("_work")), Some(true));
     press(&mut s, &[Key::Char('l')]);
-    assert_eq!(s.callers.target.as_ref().map(|k| k.function.clone()), caller);
+    assert_eq!(
+        s.callers.target.as_ref().map(|k| k.function.clone()),
+        caller
+    );
     press(&mut s, &[Key::Char('h'), Key::Left]);
     assert_eq!(s.view, View::Flat);
     press(&mut s, &[Key::Char('G')]);
@@ -93,9 +105,16 @@ fn moving_and_opening_callers() {
 #[test]
 fn filter_and_sort() {
     let mut s = state("phased");
-    press(&mut s, &[Key::Char('/'), Key::Char('p'), Key::Char('3'), Key::Enter]);
+    press(
+        &mut s,
+        &[Key::Char('/'), Key::Char('p'), Key::Char('3'), Key::Enter],
+    );
     assert!(!s.filtering);
-    let names: Vec<String> = s.flat_rows().iter().map(|r| r.key.function.clone()).collect();
+    let names: Vec<String> = s
+        .flat_rows()
+        .iter()
+        .map(|r| r.key.function.clone())
+        .collect();
     assert_eq!(names, ["p3_leaf", "p3_work"]);
     press(&mut s, &[Key::Char('/'), Key::Esc]);
     assert!(s.flat.filter.is_empty());
@@ -112,15 +131,28 @@ fn flame_walk_zoom_and_back_out() {
     let mut s = state("phased");
     press(&mut s, &[Key::Char('f'), Key::Down, Key::Down, Key::Down]);
     let path: Vec<String> = s.flame.cursor.iter().map(|k| k.function.clone()).collect();
-    assert_eq!(path.last().map(String::as_str), Some("phase_two"), "{path:?}");
+    assert_eq!(
+        path.last().map(String::as_str),
+        Some("phase_two"),
+        "{path:?}"
+    );
     press(&mut s, &[Key::Right]);
-    assert_eq!(s.flame.cursor.last().map(|k| k.function.as_str()), Some("phase_one"));
+    assert_eq!(
+        s.flame.cursor.last().map(|k| k.function.as_str()),
+        Some("phase_one")
+    );
     press(&mut s, &[Key::Left, Key::Enter]);
     assert_eq!(s.flame.zoom.len(), 1);
     press(&mut s, &[Key::Down, Key::Down]);
-    assert_eq!(s.flame.cursor.last().map(|k| k.function.as_str()), Some("p2_leaf"));
+    assert_eq!(
+        s.flame.cursor.last().map(|k| k.function.as_str()),
+        Some("p2_leaf")
+    );
     press(&mut s, &[Key::Up]);
-    assert_eq!(s.flame.cursor.last().map(|k| k.function.as_str()), Some("p2_work"));
+    assert_eq!(
+        s.flame.cursor.last().map(|k| k.function.as_str()),
+        Some("p2_work")
+    );
     press(&mut s, &[Key::Esc]);
     assert!(s.flame.zoom.is_empty());
     assert_eq!(s.view, View::Flame);
@@ -152,8 +184,20 @@ fn selection_keys_move_resize_and_reset() {
 fn folds_are_cached_until_an_input_changes() {
     let mut s = state("phased");
     let n = s.cache.refolds;
-    press(&mut s, &[Key::Down, Key::Down, Key::Char('f'), Key::Char('1'), Key::Char('s')]);
-    assert_eq!(s.cache.refolds, n, "moving and switching views must not refold");
+    press(
+        &mut s,
+        &[
+            Key::Down,
+            Key::Down,
+            Key::Char('f'),
+            Key::Char('1'),
+            Key::Char('s'),
+        ],
+    );
+    assert_eq!(
+        s.cache.refolds, n,
+        "moving and switching views must not refold"
+    );
     press(&mut s, &[Key::Char('K')]);
     assert_eq!(s.cache.refolds, n + 1);
     assert!(s.no_kernel);
@@ -190,7 +234,8 @@ fn copy_link_needs_a_repository() {
     assert_eq!(press(&mut s, &[Key::Char('o')]), Action::Redraw);
     assert!(s.notice.as_ref().is_some_and(|(t, _)| t.contains("--repo")));
     s.opts.links = Some(
-        hotspot_replay::tui::link::LinkBase::new("acme/phased", Some("main"), vec![]).expect("link"),
+        hotspot_replay::tui::link::LinkBase::new("acme/phased", Some("main"), vec![])
+            .expect("link"),
     );
     // The fixture was built from an absolute path outside any repository: no link.
     let a = press(&mut s, &[Key::Char('o')]);
@@ -214,7 +259,10 @@ fn copy_link_needs_a_repository() {
         let Action::Copy(url) = a else {
             panic!("expected a link, got {a:?}");
         };
-        assert!(url.starts_with("https://github.com/acme/phased/blob/main/phased.c#L"), "{url}");
+        assert!(
+            url.starts_with("https://github.com/acme/phased/blob/main/phased.c#L"),
+            "{url}"
+        );
     } else {
         assert!(matches!(a, Action::Copy(_)));
     }
@@ -223,9 +271,24 @@ fn copy_link_needs_a_repository() {
 #[test]
 fn picker_filters_sorts_and_picks() {
     let rows = vec![
-        ProcRow { pid: 10, name: "bash".into(), cpu: 0.0, cmdline: "-bash".into() },
-        ProcRow { pid: 20, name: "phased".into(), cpu: 90.0, cmdline: "./phased".into() },
-        ProcRow { pid: 30, name: "python3".into(), cpu: 5.0, cmdline: "python3 x.py".into() },
+        ProcRow {
+            pid: 10,
+            name: "bash".into(),
+            cpu: 0.0,
+            cmdline: "-bash".into(),
+        },
+        ProcRow {
+            pid: 20,
+            name: "phased".into(),
+            cpu: 90.0,
+            cmdline: "./phased".into(),
+        },
+        ProcRow {
+            pid: 30,
+            name: "python3".into(),
+            cpu: 5.0,
+            cmdline: "python3 x.py".into(),
+        },
     ];
     let mut p = Picker::new(rows, Rect::new(0, 0, 80, 20), Palette::new(ColorMode::None));
     assert_eq!(p.selected(), Some(20), "busiest first");
@@ -236,6 +299,9 @@ fn picker_filters_sorts_and_picks() {
     }
     assert_eq!(p.visible().len(), 1);
     assert_eq!(picker::handle_key(&mut p, Key::Enter), PickAction::Pick(30));
-    assert_eq!(picker::handle_key(&mut p, Key::Char('r')), PickAction::Reload);
+    assert_eq!(
+        picker::handle_key(&mut p, Key::Char('r')),
+        PickAction::Reload
+    );
     assert_eq!(picker::handle_key(&mut p, Key::Char('q')), PickAction::Quit);
 }

@@ -18,7 +18,13 @@ fn capture(name: &str) -> Capture {
 
 fn check(name: &str, no_kernel: bool) {
     let c = capture(name);
-    let reference = replay_fold(&c, &Filter { no_kernel, ..Filter::default() });
+    let reference = replay_fold(
+        &c,
+        &Filter {
+            no_kernel,
+            ..Filter::default()
+        },
+    );
     let expected_flat = flat(&reference);
     let expected_tree = CallTree::build(&reference);
     let mut data = Data::new(c);
@@ -44,7 +50,12 @@ fn check(name: &str, no_kernel: bool) {
     }
     for row in f.flat.iter().take(8) {
         let mine = neighbours(&f, &data, no_kernel, &row.key);
-        assert_eq!(mine, replay_neighbours(&reference, &row.key), "{}", row.key.function);
+        assert_eq!(
+            mine,
+            replay_neighbours(&reference, &row.key),
+            "{}",
+            row.key.function
+        );
     }
 }
 

@@ -43,8 +43,10 @@ fn state(name: &str, w: u16, h: u16) -> State {
 
 fn screen(state: &mut State) -> String {
     state.refresh();
-    let mut t = Terminal::new(TestBackend::new(state.size.width, state.size.height)).expect("terminal");
-    t.draw(|f| draw(state, f.buffer_mut(), Instant::now())).expect("draw");
+    let mut t =
+        Terminal::new(TestBackend::new(state.size.width, state.size.height)).expect("terminal");
+    t.draw(|f| draw(state, f.buffer_mut(), Instant::now()))
+        .expect("draw");
     t.backend().to_string()
 }
 
@@ -74,7 +76,14 @@ fn flame_zoomed_into_a_phase() {
     let mut s = state("phased", 110, 24);
     keys(
         &mut s,
-        &[Key::Char('f'), Key::Down, Key::Down, Key::Down, Key::Right, Key::Enter],
+        &[
+            Key::Char('f'),
+            Key::Down,
+            Key::Down,
+            Key::Down,
+            Key::Right,
+            Key::Enter,
+        ],
     );
     let out = screen(&mut s);
     assert!(out.contains("(esc: zoom out)"));
@@ -91,7 +100,10 @@ fn timeline_with_a_selection_and_the_stream() {
     keys(&mut s, &[Key::Char('t')]);
     let out = screen(&mut s);
     assert!(out.contains("p2_leaf"), "{out}");
-    assert!(!out.contains("p1_leaf") && !out.contains("p3_leaf"), "{out}");
+    assert!(
+        !out.contains("p1_leaf") && !out.contains("p3_leaf"),
+        "{out}"
+    );
     insta::assert_snapshot!(out);
 }
 
@@ -110,9 +122,23 @@ fn flat_view_follows_the_selection() {
 #[test]
 fn callers_and_callees() {
     let mut s = state("phased", 110, 24);
-    keys(&mut s, &[Key::Char('/'), Key::Char('p'), Key::Char('2'), Key::Char('_'), Key::Char('w'), Key::Enter, Key::Enter]);
+    keys(
+        &mut s,
+        &[
+            Key::Char('/'),
+            Key::Char('p'),
+            Key::Char('2'),
+            Key::Char('_'),
+            Key::Char('w'),
+            Key::Enter,
+            Key::Enter,
+        ],
+    );
     let out = screen(&mut s);
-    assert!(out.contains("phase_two") && out.contains("p2_leaf"), "{out}");
+    assert!(
+        out.contains("phase_two") && out.contains("p2_leaf"),
+        "{out}"
+    );
     insta::assert_snapshot!(out);
 }
 
@@ -131,10 +157,25 @@ fn thread_list() {
 fn excluding_threads_refolds_every_view() {
     let mut s = state("threads", 110, 20);
     // Leave out hs-beta and hs-gamma: the flat view keeps alpha only.
-    keys(&mut s, &[Key::Char('T'), Key::Down, Key::Down, Key::Enter, Key::Down, Key::Enter, Key::Char('1')]);
+    keys(&mut s, &[Key::Char('T')]);
+    for name in ["hs-beta", "hs-gamma"] {
+        let at = s
+            .data
+            .threads
+            .iter()
+            .position(|t| t.name == name)
+            .expect("thread");
+        keys(&mut s, &[Key::Char('g')]);
+        keys(&mut s, &vec![Key::Down; at]);
+        keys(&mut s, &[Key::Enter]);
+    }
+    keys(&mut s, &[Key::Char('1')]);
     let out = screen(&mut s);
     assert!(out.contains("alpha_leaf"), "{out}");
-    assert!(!out.contains("beta_leaf") && !out.contains("gamma_leaf"), "{out}");
+    assert!(
+        !out.contains("beta_leaf") && !out.contains("gamma_leaf"),
+        "{out}"
+    );
     insta::assert_snapshot!(out);
 }
 
@@ -169,7 +210,11 @@ fn picker_screen(p: &Picker) -> String {
 
 #[test]
 fn process_table() {
-    let p = Picker::new(procs(), Rect::new(0, 0, 80, 10), Palette::new(ColorMode::Ansi));
+    let p = Picker::new(
+        procs(),
+        Rect::new(0, 0, 80, 10),
+        Palette::new(ColorMode::Ansi),
+    );
     let out = picker_screen(&p);
     assert!(!out.contains('\x1b'), "control characters reach the screen");
     insta::assert_snapshot!(out);
@@ -177,7 +222,11 @@ fn process_table() {
 
 #[test]
 fn process_table_filtered_and_sorted_by_pid() {
-    let mut p = Picker::new(procs(), Rect::new(0, 0, 80, 10), Palette::new(ColorMode::Ansi));
+    let mut p = Picker::new(
+        procs(),
+        Rect::new(0, 0, 80, 10),
+        Palette::new(ColorMode::Ansi),
+    );
     for k in [Key::Char('s'), Key::Char('/'), Key::Char('s'), Key::Enter] {
         picker::handle_key(&mut p, k);
     }

@@ -133,10 +133,10 @@ pub fn header(state: &State, area: Rect, buf: &mut Buffer, now: Instant) {
     );
     x = put(buf, x, area.y, end.saturating_sub(x), &line, pal.title());
     let mut warn: Vec<String> = notices(state);
-    if let Some((text, at)) = &state.notice {
-        if now.saturating_duration_since(*at) < NOTICE_FOR {
-            warn.insert(0, text.clone());
-        }
+    if let Some((text, at)) = &state.notice
+        && now.saturating_duration_since(*at) < NOTICE_FOR
+    {
+        warn.insert(0, text.clone());
     }
     if !warn.is_empty() && x + 3 < end {
         put(

@@ -5,8 +5,8 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 
-use crate::sanitize::display;
 use super::model::{Fold, Tree};
+use crate::sanitize::display;
 
 use super::draw::{pct, put};
 use super::state::State;
@@ -158,10 +158,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         .line(shown)
         .map(|(file, line)| format!("{}:{line}", display(&crate::names::short_module(file))))
         .unwrap_or_else(|| "no source line".into());
-    let module = f
-        .key(shown)
-        .map(|k| display(&k.module))
-        .unwrap_or_default();
+    let module = f.key(shown).map(|k| display(&k.module)).unwrap_or_default();
     let y = area.y + area.height.saturating_sub(2);
     put(
         buf,

@@ -218,13 +218,13 @@ fn open(state: &mut State) {
             }
         }
         View::Callers => {
-            if let Some(k) = selected_function(state) {
-                if state.callers.target.as_ref() != Some(&k) {
-                    if let Some(old) = state.callers.target.replace(k) {
-                        state.callers.history.push(old);
-                    }
-                    state.callers.pos = ListPos::default();
+            if let Some(k) = selected_function(state)
+                && state.callers.target.as_ref() != Some(&k)
+            {
+                if let Some(old) = state.callers.target.replace(k) {
+                    state.callers.history.push(old);
                 }
+                state.callers.pos = ListPos::default();
             }
         }
         View::Flame => {
@@ -430,14 +430,13 @@ pub fn handle_mouse(state: &mut State, ev: MouseEvent, now: Instant) -> Action {
 
 fn click(state: &mut State, x: u16, y: u16) -> Action {
     let r = state.regions();
-    if y == r.header.y + 1 {
-        if let Some((v, _, _)) = tabs(r.header)
+    if y == r.header.y + 1
+        && let Some((v, _, _)) = tabs(r.header)
             .into_iter()
             .find(|&(_, tx, w)| x >= tx && x < tx + w)
-        {
-            show(state, v);
-            return Action::Redraw;
-        }
+    {
+        show(state, v);
+        return Action::Redraw;
     }
     if contains(r.timeline, x, y) {
         let t = &state.cache.timeline;
@@ -454,24 +453,24 @@ fn click(state: &mut State, x: u16, y: u16) -> Action {
     let row = y.checked_sub(r.list_top()).map(usize::from);
     match state.view {
         View::Flat => {
-            if let Some(i) = row.map(|i| i + state.flat.pos.offset) {
-                if i < state.flat.rows.len() {
-                    if i == state.flat.pos.cursor {
-                        open(state);
-                    } else {
-                        state.flat.pos.cursor = i;
-                    }
+            if let Some(i) = row.map(|i| i + state.flat.pos.offset)
+                && i < state.flat.rows.len()
+            {
+                if i == state.flat.pos.cursor {
+                    open(state);
+                } else {
+                    state.flat.pos.cursor = i;
                 }
             }
         }
         View::Threads => {
-            if let Some(i) = row.map(|i| i + state.threads.pos.offset) {
-                if i < state.data.threads.len() {
-                    if i == state.threads.pos.cursor {
-                        open(state);
-                    } else {
-                        state.threads.pos.cursor = i;
-                    }
+            if let Some(i) = row.map(|i| i + state.threads.pos.offset)
+                && i < state.data.threads.len()
+            {
+                if i == state.threads.pos.cursor {
+                    open(state);
+                } else {
+                    state.threads.pos.cursor = i;
                 }
             }
         }

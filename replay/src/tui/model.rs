@@ -334,8 +334,11 @@ pub struct Interned {
     line_ids: HashMap<(String, u32), u32>,
     /// Per stack id, root first: (function, line) pairs; index 0 with kernel frames,
     /// 1 without. `None` inside: not interned yet; `Some(None)`: undefined stack.
-    stacks: [Vec<Option<Option<Vec<(u32, u32)>>>>; 2],
+    stacks: [Vec<Option<Option<Frames>>>; 2],
 }
+
+/// A stack's (function, line) pairs, root first.
+type Frames = Vec<(u32, u32)>;
 
 /// No source line.
 pub const NO_LINE: u32 = u32::MAX;
@@ -605,8 +608,12 @@ fn tree<'a>(it: &Interned, stacks: &[(u32, u64)], seq: &dyn Fn(u32) -> &'a [(u32
         .map(|n| (n.total, n.func.map_or(0, |f| rank[f as usize])))
         .collect();
     for n in &mut nodes {
-        n.children
-            .sort_by(|&a, &b| order[b].0.cmp(&order[a].0).then(order[a].1.cmp(&order[b].1)));
+        n.children.sort_by(|&a, &b| {
+            order[b]
+                .0
+                .cmp(&order[a].0)
+                .then(order[a].1.cmp(&order[b].1))
+        });
     }
     Tree { nodes }
 }
@@ -750,7 +757,12 @@ pub fn timeline(
     let n_threads = data.threads.len();
     data.intern_stacks(no_kernel);
     let functions = data.interned.functions.clone();
-    let n_stacks = data.capture.stacks.keys().max().map_or(0, |&m| m as usize + 1);
+    let n_stacks = data
+        .capture
+        .stacks
+        .keys()
+        .max()
+        .map_or(0, |&m| m as usize + 1);
     let of_stack: Vec<u32> = (0..n_stacks as u32)
         .map(|id| {
             data.interned_stack(id, no_kernel)
@@ -801,13 +813,19 @@ pub struct Stream {
     pub columns: Vec<Option<u32>>,
     /// Distinct dominant stacks, root first.
     pub stacks: Vec<Vec<FrameName>>,
+    /// Time buckets the columns show (fewer than columns when samples are sparse).
+    pub buckets: usize,
 }
+
+/// Samples a stream bucket should hold at least, on average.
+const SAMPLES_PER_BUCKET: usize = 8;
 
 /// Dominant stack per bucket of `q`'s time range, over `width` columns.
 pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
     let mut out = Stream {
         columns: vec![None; width],
         stacks: Vec::new(),
+        buckets: 0,
     };
     if width == 0 || q.to_ns < q.from_ns {
         return out;
@@ -820,14 +838,18 @@ pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
         .max()
         .map_or(0, |&m| m as usize + 1);
     let mut dom = Dominant::new(dense);
-    let span = u128::from(q.to_ns - q.from_ns) + 1;
-    let edge = |c: usize| q.from_ns + (span * c as u128 / width as u128) as u64;
     let range = data.range(q.from_ns, q.to_ns);
+    // A bucket needs a few samples for "dominant" to mean something: with few samples,
+    // fewer (wider) buckets, each drawn over several columns.
+    let buckets = (range.len() / SAMPLES_PER_BUCKET).clamp(1, width);
+    let span = u128::from(q.to_ns - q.from_ns) + 1;
+    let edge = |c: usize| q.from_ns + (span * c as u128 / buckets as u128) as u64;
     let mut col = 0;
     let mut next_edge = edge(1);
-    let mut picks: Vec<Option<u32>> = vec![None; width];
+    out.buckets = buckets;
+    let mut picks: Vec<Option<u32>> = vec![None; buckets];
     for r in &data.rows[range] {
-        while r.time >= next_edge && col + 1 < width {
+        while r.time >= next_edge && col + 1 < buckets {
             picks[col] = dom.take();
             col += 1;
             next_edge = edge(col + 1);
@@ -838,8 +860,10 @@ pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
     }
     picks[col] = dom.take();
     let mut index: HashMap<u32, Option<u32>> = HashMap::new();
-    for (c, pick) in picks.into_iter().enumerate() {
-        let Some(id) = pick else { continue };
+    for c in 0..width {
+        let Some(id) = picks[c * buckets / width] else {
+            continue;
+        };
         let slot = match index.get(&id) {
             Some(&s) => s,
             None => {

@@ -77,10 +77,10 @@ impl Picker {
     pub fn set_rows(&mut self, rows: Vec<ProcRow>) {
         let keep = self.selected();
         self.rows = rows;
-        if let Some(pid) = keep {
-            if let Some(i) = self.visible().iter().position(|r| r.pid == pid) {
-                self.pos.cursor = i;
-            }
+        if let Some(pid) = keep
+            && let Some(i) = self.visible().iter().position(|r| r.pid == pid)
+        {
+            self.pos.cursor = i;
         }
         self.clamp();
     }

@@ -70,17 +70,17 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let (from, to) = state.selected().unwrap_or((0, 0));
     let span = state.span().map_or(1, |(a, b)| b - a);
     let start = state.span().map_or(0, |(a, _)| a);
-    let per_col = (to - from) / u64::from(area.width.max(1));
+    let per_bucket = (to - from) / state.cache.stream.buckets.max(1) as u64;
     put(
         buf,
         area.x,
         area.y,
         area.width,
         &format!(
-            "Stream · {} – {} · each column {} · the dominant stack of its time bucket, root on top",
+            "Stream · {} – {} · the dominant stack of each {} of time, root on top",
             secs(from - start.min(from), span),
             secs(to - start.min(to), span),
-            super::draw::secs(per_col, per_col),
+            super::draw::secs(per_bucket, per_bucket),
         ),
         pal.title(),
     );
