@@ -81,6 +81,19 @@ struct {
 	__type(value, struct hs_sample_buf);
 } scratch SEC(".maps");
 
+/*
+ * Wake the reader only once a quarter of the ring holds data: it drains on its own
+ * timer anyway (at least every 100 ms), and a wakeup per sample would cost it a
+ * syscall and a context switch per sample.
+ */
+static __always_inline __u64 sample_wakeup(void)
+{
+	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+
+	return avail >= size / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void count_lost(__u32 index)
 {
 	__u64 *counter = bpf_map_lookup_elem(&lost, &index);
@@ -165,7 +178,7 @@ int hs_sample(struct bpf_perf_event_data *ctx)
 	size = sizeof(struct hs_header) + (user_depth + kernel_depth) * sizeof(__u64);
 	if (size > sizeof(*buf))
 		size = sizeof(*buf);
-	if (bpf_ringbuf_output(&events, buf, size, 0))
+	if (bpf_ringbuf_output(&events, buf, size, sample_wakeup()))
 		count_lost(HS_LOST_SAMPLES);
 	return 0;
 }

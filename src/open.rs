@@ -1,6 +1,6 @@
 //! Opening captures for the replay commands, with `--symbols` applied once for all.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use hotspot_replay::Capture;
@@ -15,14 +15,6 @@ pub fn set_symbol_dirs(dirs: Vec<PathBuf>) {
 /// The `--symbols` directories given on the command line.
 pub fn symbol_dirs() -> &'static [PathBuf] {
     SYMBOL_DIRS.get().map_or(&[], Vec::as_slice)
-}
-
-/// Opens a capture and, if `--symbols` was given, names its frames again from the
-/// files found there (build-id matched); mismatches are reported once on stderr.
-pub fn capture(path: &Path) -> anyhow::Result<Capture> {
-    let mut c = Capture::open(path)?;
-    resymbolize(&mut c);
-    Ok(c)
 }
 
 /// Applies `--symbols` to an already opened (or growing) capture.

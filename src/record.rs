@@ -131,7 +131,10 @@ pub fn record_with(
         all_processes: matches!(target, Target::All),
         follow_children: follow,
         self_tgid: std::process::id(),
-        ring_bytes: 8 << 20,
+        ring_bytes: hotspot_recorder::bpf::ring_bytes_for(
+            u64::from(freq),
+            std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+        ),
     };
     let mut sampler = BpfSampler::load(&opts)?;
     let file = hotspot_recorder::output::open_capture(output, |b| {

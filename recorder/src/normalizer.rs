@@ -209,7 +209,7 @@ impl Normalizer {
             return Ok(f);
         }
         let (name, offset, module) = match self.kallsyms.resolve(addr) {
-            Some((sym, off)) => (sym.name.clone(), off, sym.module.clone()),
+            Some((sym, off)) => (sym.name.to_string(), off, sym.module.map(str::to_string)),
             None => ("[unknown kernel]".to_string(), 0, None),
         };
         let build_id = self.kernel_build_id(&module);

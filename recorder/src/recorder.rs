@@ -90,6 +90,9 @@ pub struct Recorder {
 impl Recorder {
     pub fn new(cfg: RecordConfig) -> Result<Self, RecordError> {
         let kallsyms = Kallsyms::read(&cfg.proc_root.join("kallsyms")).unwrap_or_default();
+        // Parsing leaves freed buffers behind; give them back before recording starts.
+        // SAFETY: malloc_trim only returns free heap pages to the kernel.
+        unsafe { libc::malloc_trim(0) };
         let norm = Normalizer::new(ProcessTable::new(&cfg.proc_root), kallsyms, &cfg.sys_root);
         let worker = SymbolWorker::start(cfg.debug_dirs.clone(), cfg.proc_root.clone()).map_err(
             |source| RecordError::Io {

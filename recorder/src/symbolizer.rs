@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{CodeInfo, Input, Symbolized, Symbolizer};
@@ -33,6 +34,10 @@ pub struct Resolved {
 
 type Batch = Vec<(SymbolRequest, ModuleInfo)>;
 
+/// After this long without new frames the parsed debug info is dropped: new frames are
+/// rare once a program has warmed up, and libc's DWARF alone holds ~10 MB.
+const IDLE: Duration = Duration::from_secs(2);
+
 /// The worker thread; dropping the handle's sender lets it finish.
 #[derive(Debug)]
 pub struct SymbolWorker {
@@ -49,9 +54,15 @@ impl SymbolWorker {
             .name("hotspot-symbols".into())
             .spawn(move || {
                 let mut resolver = Resolver::new(debug_dirs, proc_root);
-                while let Ok(batch) = req_rx.recv() {
-                    if res_tx.send(resolver.resolve(batch)).is_err() {
-                        break;
+                loop {
+                    match req_rx.recv_timeout(IDLE) {
+                        Ok(batch) => {
+                            if res_tx.send(resolver.resolve(batch)).is_err() {
+                                break;
+                            }
+                        }
+                        Err(RecvTimeoutError::Timeout) => resolver.idle(),
+                        Err(RecvTimeoutError::Disconnected) => break,
                     }
                 }
             })?;
@@ -90,7 +101,9 @@ impl SymbolWorker {
 
 /// The blazesym side, owned by the worker thread.
 struct Resolver {
-    symbolizer: Symbolizer,
+    /// Built on demand and dropped when idle (see [`IDLE`]).
+    symbolizer: Option<Symbolizer>,
+    debug_dirs: Vec<PathBuf>,
     proc_root: PathBuf,
     perf_maps: HashMap<u32, Vec<perf_map::PerfMapEntry>>,
     vdso: Option<Option<PathBuf>>,
@@ -98,14 +111,9 @@ struct Resolver {
 
 impl Resolver {
     fn new(debug_dirs: Vec<PathBuf>, proc_root: PathBuf) -> Self {
-        let symbolizer = Symbolizer::builder()
-            .enable_code_info(true)
-            .enable_inlined_fns(true)
-            .enable_demangling(true)
-            .set_debug_dirs(Some(debug_dirs))
-            .build();
         Resolver {
-            symbolizer,
+            symbolizer: None,
+            debug_dirs,
             proc_root,
             perf_maps: HashMap::new(),
             vdso: None,
@@ -164,10 +172,27 @@ impl Resolver {
         out
     }
 
-    fn elf(&self, path: PathBuf, reqs: &[SymbolRequest], out: &mut Vec<Resolved>) {
+    /// Releases the parsed debug info and gives the freed memory back to the system.
+    fn idle(&mut self) {
+        if self.symbolizer.take().is_some() {
+            // SAFETY: malloc_trim only returns free heap pages to the kernel.
+            unsafe { libc::malloc_trim(0) };
+        }
+    }
+
+    fn elf(&mut self, path: PathBuf, reqs: &[SymbolRequest], out: &mut Vec<Resolved>) {
         let offsets: Vec<u64> = reqs.iter().map(|r| r.offset).collect();
         let src = Source::Elf(Elf::new(path));
-        let Ok(syms) = self.symbolizer.symbolize(&src, Input::FileOffset(&offsets)) else {
+        let dirs = &self.debug_dirs;
+        let symbolizer = self.symbolizer.get_or_insert_with(|| {
+            Symbolizer::builder()
+                .enable_code_info(true)
+                .enable_inlined_fns(true)
+                .enable_demangling(true)
+                .set_debug_dirs(Some(dirs.clone()))
+                .build()
+        });
+        let Ok(syms) = symbolizer.symbolize(&src, Input::FileOffset(&offsets)) else {
             return;
         };
         for (req, sym) in reqs.iter().zip(syms) {
@@ -224,6 +249,14 @@ impl Resolver {
         let path = dump_vdso(&self.proc_root);
         self.vdso = Some(path.clone());
         path
+    }
+}
+
+impl Drop for Resolver {
+    fn drop(&mut self) {
+        if let Some(Some(p)) = &self.vdso {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 

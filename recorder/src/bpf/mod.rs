@@ -7,4 +7,4 @@ mod sampler;
 
 pub use error::BpfError;
 pub use raw::{RawError, RawEvent, RawSample, parse_event};
-pub use sampler::{BpfSampler, EventSource, SamplerOptions};
+pub use sampler::{BpfSampler, EventSource, SamplerOptions, ring_bytes_for};

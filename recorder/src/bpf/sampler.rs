@@ -62,6 +62,16 @@ impl Default for SamplerOptions {
     }
 }
 
+/// A ring big enough for an eighth of a second of samples from every CPU (at a generous
+/// 512 bytes each), between 1 MiB and 64 MiB. The program wakes the reader when a
+/// quarter is full and the reader drains at least every 100 ms, so this leaves ample
+/// headroom, while the recorder's memory (the ring's pages are mapped twice) stays small.
+pub fn ring_bytes_for(freq_hz: u64, cpus: u64) -> u32 {
+    let want = freq_hz.saturating_mul(cpus).saturating_mul(512) / 8;
+    let bytes = want.clamp(1 << 20, 64 << 20).next_power_of_two();
+    u32::try_from(bytes).unwrap_or(64 << 20)
+}
+
 /// The seam the recorder codes against; a fake implements it in tests.
 pub trait EventSource {
     /// Starts sampling process `tgid` (and, with `follow_children`, its future children).
@@ -78,7 +88,6 @@ pub trait EventSource {
 pub struct BpfSampler {
     /// Owns the programs and, once started, their links: dropping it detaches everything.
     ebpf: Ebpf,
-    btf: Btf,
     events: RingBuf<MapData>,
     targets: HashMap<MapData, u32, u8>,
     lost: PerCpuArray<MapData, u64>,
@@ -109,16 +118,21 @@ impl BpfSampler {
 
         // The fork/exec/exit programs are tp_btf and read task_struct through
         // CO-RE: both need the kernel's BTF.
-        let btf = Btf::from_sys_fs().map_err(|_| BpfError::Unsupported {
+        let no_btf = || BpfError::Unsupported {
             kernel: kernel_release(),
             feature: "BTF type information (/sys/kernel/btf/vmlinux)",
             needs: "5.5 with CONFIG_DEBUG_INFO_BTF=y",
-        })?;
+        };
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+            return Err(no_btf());
+        }
 
         let all_processes = u8::from(opts.all_processes);
         let follow_children = u8::from(opts.follow_children);
+        // The loader parses the kernel's BTF itself (~9 MB) and frees it when done; the
+        // copy the tracepoint programs need is parsed only after that, and dropped at the
+        // end of this function, so the recorder never holds two, nor keeps one.
         let mut ebpf = EbpfLoader::new()
-            .btf(Some(&btf))
             .override_global("all_processes", &all_processes, true)
             .override_global("follow_children", &follow_children, true)
             .override_global("self_tgid", &opts.self_tgid, true)
@@ -127,6 +141,7 @@ impl BpfSampler {
             .map_err(load_error)?;
 
         load_perf_program(&mut ebpf)?;
+        let btf = Btf::from_sys_fs().map_err(|_| no_btf())?;
         for (program, tracepoint) in TASK_PROGRAMS {
             load_tracepoint_program(&mut ebpf, &btf, program, tracepoint)?;
         }
@@ -141,7 +156,6 @@ impl BpfSampler {
 
         Ok(Self {
             ebpf,
-            btf,
             events,
             targets,
             lost,
@@ -238,11 +252,6 @@ impl BpfSampler {
     /// Ring-buffer records that did not decode (a BPF object out of step with `raw.rs`).
     pub fn malformed_records(&self) -> u64 {
         self.malformed
-    }
-
-    /// The kernel BTF the programs were relocated against.
-    pub fn kernel_btf(&self) -> &Btf {
-        &self.btf
     }
 
     fn read_lost(&self, index: u32) -> Result<Vec<u64>, BpfError> {
