@@ -174,10 +174,8 @@ impl Normalizer {
         if new {
             self.write_module(id, sink)?;
         }
-        if let Some(entry) = self.procs.get_mut(pid) {
-            if let Some(slot) = entry.modules.get_mut(idx) {
-                *slot = Some(id);
-            }
+        if let Some(slot) = self.procs.get_mut(pid).and_then(|e| e.modules.get_mut(idx)) {
+            *slot = Some(id);
         }
         Ok((id, offset))
     }

@@ -12,6 +12,9 @@ pub struct FunctionKey {
     pub kernel: bool,
 }
 
+/// Per source line of a function: (self, total) samples.
+type LineCounts = BTreeMap<(String, u32), (u64, u64)>;
+
 /// One row of the flat profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlatRow {
@@ -25,7 +28,7 @@ pub struct FlatRow {
 /// Rows sorted by self samples, then total, then name (deterministic).
 pub fn flat(folded: &Folded) -> Vec<FlatRow> {
     let mut rows: HashMap<FunctionKey, FlatRow> = HashMap::new();
-    let mut lines: HashMap<FunctionKey, BTreeMap<(String, u32), (u64, u64)>> = HashMap::new();
+    let mut lines: HashMap<FunctionKey, LineCounts> = HashMap::new();
     for (stack, &n) in &folded.stacks {
         let mut seen: HashSet<&FunctionKey> = HashSet::new();
         let keys: Vec<FunctionKey> = stack

@@ -65,10 +65,10 @@ pub fn fold(capture: &Capture, filter: &Filter) -> Folded {
         if filter.tids.as_ref().is_some_and(|t| !t.contains(&s.tid)) {
             continue;
         }
-        if let Some(pids) = &filter.pids {
-            if !pid_of(s.tid).is_some_and(|p| pids.contains(&p)) {
-                continue;
-            }
+        if let Some(pids) = &filter.pids
+            && !pid_of(s.tid).is_some_and(|p| pids.contains(&p))
+        {
+            continue;
         }
         *per_stack.entry(s.stack).or_default() += 1;
     }

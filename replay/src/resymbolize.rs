@@ -39,10 +39,18 @@ pub fn resymbolize(capture: &mut Capture, dirs: &[PathBuf]) -> Outcome {
     for d in dirs {
         collect(d, &mut candidates, &mut 0);
     }
-    let by_id: HashMap<&[u8], &Path> = candidates.iter().rev().map(|c| (c.build_id.as_slice(), c.path.as_path())).collect();
+    let by_id: HashMap<&[u8], &Path> = candidates
+        .iter()
+        .rev()
+        .map(|c| (c.build_id.as_slice(), c.path.as_path()))
+        .collect();
     let mut by_name: BTreeMap<String, Vec<&Candidate>> = BTreeMap::new();
     for c in &candidates {
-        let name = c.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = c
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let name = name.strip_suffix(".debug").unwrap_or(&name).to_string();
         by_name.entry(name).or_default().push(c);
     }
@@ -53,20 +61,26 @@ pub fn resymbolize(capture: &mut Capture, dirs: &[PathBuf]) -> Outcome {
         .set_debug_dirs(Some(dirs.to_vec()))
         .build();
     let mut outcome = Outcome::default();
-    let modules: Vec<_> = capture.modules.values().filter(|m| matches!(m.kind, ModuleKind::Elf | ModuleKind::Vdso)).cloned().collect();
+    let modules: Vec<_> = capture
+        .modules
+        .values()
+        .filter(|m| matches!(m.kind, ModuleKind::Elf | ModuleKind::Vdso))
+        .cloned()
+        .collect();
     for m in modules {
-        let Some(path) = (!m.build_id.is_empty()).then(|| by_id.get(m.build_id.as_slice())).flatten() else {
+        let Some(path) = (!m.build_id.is_empty())
+            .then(|| by_id.get(m.build_id.as_slice()))
+            .flatten()
+        else {
             let base = crate::names::short_module(&m.path);
-            if let Some(others) = by_name.get(&base) {
-                if let Some(c) = others.first() {
-                    outcome.mismatches.push(format!(
-                        "{}: build-id {} does not match the recorded {} for {}; keeping the embedded names",
-                        crate::sanitize::display(&c.path.to_string_lossy()),
-                        hex(&c.build_id),
-                        if m.build_id.is_empty() { "(none)".to_string() } else { hex(&m.build_id) },
-                        crate::sanitize::display(&m.path),
-                    ));
-                }
+            if let Some(c) = by_name.get(&base).and_then(|o| o.first()) {
+                outcome.mismatches.push(format!(
+                    "{}: build-id {} does not match the recorded {} for {}; keeping the embedded names",
+                    crate::sanitize::display(&c.path.to_string_lossy()),
+                    hex(&c.build_id),
+                    if m.build_id.is_empty() { "(none)".to_string() } else { hex(&m.build_id) },
+                    crate::sanitize::display(&m.path),
+                ));
             }
             continue;
         };
@@ -109,7 +123,9 @@ pub fn resymbolize(capture: &mut Capture, dirs: &[PathBuf]) -> Outcome {
                 },
             );
         }
-        outcome.used.push((m.path.clone(), path.to_path_buf(), named));
+        outcome
+            .used
+            .push((m.path.clone(), path.to_path_buf(), named));
     }
     outcome
 }
@@ -172,7 +188,9 @@ fn collect(dir: &Path, out: &mut Vec<Candidate>, seen: &mut usize) {
         if *seen > MAX_FILES {
             return;
         }
-        let Ok(meta) = std::fs::symlink_metadata(&p) else { continue };
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
         if meta.is_dir() {
             collect(&p, out, seen);
         } else if meta.is_file() || meta.file_type().is_symlink() {
@@ -184,7 +202,9 @@ fn collect(dir: &Path, out: &mut Vec<Candidate>, seen: &mut usize) {
 fn add_file(p: &Path, out: &mut Vec<Candidate>) {
     let Ok(f) = File::open(p) else { return };
     let cache = ReadCache::new(f);
-    let Ok(obj) = object::File::parse(&cache) else { return };
+    let Ok(obj) = object::File::parse(&cache) else {
+        return;
+    };
     if let Ok(Some(id)) = obj.build_id() {
         out.push(Candidate {
             build_id: id.to_vec(),
