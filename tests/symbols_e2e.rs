@@ -57,6 +57,11 @@ fn reports_are_identical_after_the_binary_is_gone() {
     record(&cap, &[&bin], &["1.5"]);
     let text = report(&cap, &[]);
     let folded = report(&cap, &["--format", "folded"]);
+    let json = report(&cap, &["--format", "json"]);
+    assert!(
+        json.contains("\"hot_leaf\"") && json.contains("split7030.c"),
+        "names and files in JSON"
+    );
     assert!(
         text.contains("hot_leaf") && text.contains("split7030.c:"),
         "names and file:line: {text}"
@@ -68,6 +73,11 @@ fn reports_are_identical_after_the_binary_is_gone() {
         "text report changed once the binary was gone"
     );
     assert_eq!(report(&cap, &["--format", "folded"]), folded);
+    assert_eq!(
+        report(&cap, &["--format", "json"]),
+        json,
+        "JSON report changed"
+    );
     assert_eq!(
         report(&cap, &["--format", "folded"]),
         folded,
