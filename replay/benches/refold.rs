@@ -212,18 +212,24 @@ fn main() {
     println!("select all, stream view: {}", ms(t.elapsed()));
 }
 
-/// The model's parts alone: fold (flat + tree) and timeline.
+/// The model's parts alone: fold (flat rows), call tree, timeline.
 fn pieces(state: &mut State) {
-    use hotspot_replay::tui::model::{fold, timeline};
+    use hotspot_replay::tui::model::{ensure_tree, fold, timeline};
     let q = state.query();
     let t = Instant::now();
-    let f = fold(&mut state.data, &q);
+    let mut f = fold(&mut state.data, &q);
     println!(
-        "  fold of everything: {} ({} stacks, {} tree nodes, {} functions)",
+        "  fold of everything (flat rows): {} ({} stacks, {} functions)",
         ms(t.elapsed()),
         f.stacks.len(),
-        f.tree.nodes.len(),
         f.flat.len()
+    );
+    let t = Instant::now();
+    ensure_tree(&mut f, &state.data);
+    println!(
+        "  call tree: {} ({} nodes)",
+        ms(t.elapsed()),
+        f.tree.nodes.len()
     );
     let t = Instant::now();
     let _ = timeline(&mut state.data, &Default::default(), false, 160);

@@ -7,7 +7,7 @@ use hotspot_replay::Capture;
 use hotspot_replay::flat::flat;
 use hotspot_replay::profile::{Filter, fold as replay_fold};
 use hotspot_replay::tree::{CallTree, neighbours as replay_neighbours};
-use hotspot_replay::tui::model::{Data, Query, fold, neighbours};
+use hotspot_replay::tui::model::{Data, Query, ensure_tree, fold, neighbours};
 
 fn capture(name: &str) -> Capture {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -35,7 +35,8 @@ fn check(name: &str, no_kernel: bool) {
         no_kernel,
         ..Query::default()
     };
-    let f = fold(&mut data, &q);
+    let mut f = fold(&mut data, &q);
+    ensure_tree(&mut f, &data);
     assert_eq!(f.total, reference.total);
     assert_eq!(f.flat, expected_flat);
     // Same shape: totals and functions node by node in child order.

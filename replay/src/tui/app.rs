@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ratatui::backend::IntoCrossterm;
+use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{self, Event as TermEvent};
 use ratatui::crossterm::style::{
     Attribute, Print, ResetColor, SetAttribute, SetBackgroundColor, SetForegroundColor,
@@ -86,9 +87,13 @@ pub fn view(
         notice_shown = notice_live;
         if dirty {
             state.refresh();
-            term.terminal.draw(|f| draw(&state, f.buffer_mut(), now))?;
+            let drawn = term
+                .terminal
+                .draw(|f| draw(&state, f.buffer_mut(), now))?
+                .buffer
+                .clone();
             if state.opts.links.is_some() && state.view == View::Flat {
-                overlay_links(term, &state)?;
+                overlay_links(term, &state, &drawn)?;
             }
             dirty = false;
         }
@@ -131,7 +136,7 @@ pub fn view(
 
 /// Re-prints the function names of the flat view as OSC 8 hyperlinks, over what ratatui
 /// drew, with the same colours (ratatui's cells cannot carry a hyperlink).
-fn overlay_links(term: &mut Term, state: &State) -> std::io::Result<()> {
+fn overlay_links(term: &mut Term, state: &State, buf: &Buffer) -> std::io::Result<()> {
     let Some(base) = &state.opts.links else {
         return Ok(());
     };
@@ -139,7 +144,6 @@ fn overlay_links(term: &mut Term, state: &State) -> std::io::Result<()> {
     let rows = state.flat_rows();
     let top = state.flat.pos.offset;
     let height = usize::from(r.list_height());
-    let buf = term.terminal.current_buffer_mut().clone();
     let out = term.terminal.backend_mut();
     for (i, row) in rows.iter().enumerate().skip(top).take(height) {
         let Some(url) = row.hottest.as_ref().and_then(|(f, l)| base.url(f, *l)) else {

@@ -64,7 +64,8 @@ mod tests {
         assert_eq!(bar(0.0, 3), "   ");
         assert_eq!(bar(1.0, 3), "███");
         assert_eq!(bar(0.5, 2), "█ ");
-        assert_eq!(bar(1.0 / 16.0, 1), "▌");
+        assert_eq!(bar(0.5, 1), "▌");
+        assert_eq!(bar(1.0 / 16.0, 1), "▏");
     }
 
     #[test]

@@ -298,7 +298,10 @@ pub struct Fold {
     pub unknown_stacks: u64,
     /// Flat rows, hottest self first (as [`crate::flat::flat`] orders them).
     pub flat: Vec<FlatRow>,
+    /// Built on first use (see [`ensure_tree`]): the flat view does not need it.
     pub tree: Tree,
+    pub tree_built: bool,
+    no_kernel: bool,
     /// Function table the tree's indices refer to.
     pub functions: Vec<FunctionKey>,
     /// Source lines the tree's indices refer to.
@@ -464,12 +467,16 @@ pub fn fold(data: &mut Data, q: &Query) -> Fold {
     let it = &data.interned;
     let seq = |id: u32| data.interned_stack(id, q.no_kernel).unwrap_or(&[]);
     let flat = flat_rows(it, &stacks, &seq);
-    let tree = tree(it, &stacks, &seq);
+    let tree = Tree {
+        nodes: vec![root_node()],
+    };
     Fold {
         total,
         unknown_stacks,
         flat,
         tree,
+        tree_built: false,
+        no_kernel: q.no_kernel,
         functions: it.functions.clone(),
         lines: it.lines.clone(),
         stacks,
@@ -539,18 +546,33 @@ fn flat_rows<'a>(
 
 /// The call tree with [`crate::tree::CallTree`]'s rules: children hottest first, then by
 /// name; each node's line is its most frequent one (then the first by name).
-fn tree<'a>(it: &Interned, stacks: &[(u32, u64)], seq: &dyn Fn(u32) -> &'a [(u32, u32)]) -> Tree {
-    let mut nodes = vec![TreeNode {
+fn root_node() -> TreeNode {
+    TreeNode {
         func: None,
         parent: None,
         children: Vec::new(),
         total: 0,
         self_samples: 0,
         line: None,
-    }];
+    }
+}
+
+/// Builds the fold's call tree if it is not built yet.
+pub fn ensure_tree(fold: &mut Fold, data: &Data) {
+    if fold.tree_built {
+        return;
+    }
+    let seq = |id: u32| data.interned_stack(id, fold.no_kernel).unwrap_or(&[]);
+    fold.tree = tree(&data.interned, &fold.stacks, &seq);
+    fold.tree_built = true;
+}
+
+fn tree<'a>(it: &Interned, stacks: &[(u32, u64)], seq: &dyn Fn(u32) -> &'a [(u32, u32)]) -> Tree {
+    let mut nodes = vec![root_node()];
     let mut index: IdMap<(usize, u32), usize> = IdMap::default();
-    // Per node, its lines and their samples: nodes have one or two, so a list is enough.
-    let mut lines: Vec<Vec<(u32, u64)>> = vec![Vec::new()];
+    // Per node its first line and samples inline (most nodes have one), others aside.
+    let mut first_line: Vec<(u32, u64)> = vec![(NO_LINE, 0)];
+    let mut more_lines: IdMap<(usize, u32), u64> = IdMap::default();
     for &(id, n) in stacks {
         let s = seq(id);
         nodes[0].total += n;
@@ -570,7 +592,7 @@ fn tree<'a>(it: &Interned, stacks: &[(u32, u64)], seq: &dyn Fn(u32) -> &'a [(u32
                 });
                 let id = nodes.len() - 1;
                 nodes[at].children.push(id);
-                lines.push(Vec::new());
+                first_line.push((NO_LINE, 0));
                 id
             });
             nodes[next].total += n;
@@ -578,23 +600,26 @@ fn tree<'a>(it: &Interned, stacks: &[(u32, u64)], seq: &dyn Fn(u32) -> &'a [(u32
                 nodes[next].self_samples += n;
             }
             if l != NO_LINE {
-                match lines[next].iter_mut().find(|(x, _)| *x == l) {
-                    Some((_, c)) => *c += n,
-                    None => lines[next].push((l, n)),
+                let f = &mut first_line[next];
+                if f.0 == NO_LINE || f.0 == l {
+                    *f = (l, f.1 + n);
+                } else {
+                    *more_lines.entry((next, l)).or_default() += n;
                 }
             }
             at = next;
         }
     }
-    for (node, ls) in lines.iter().enumerate() {
-        let best = ls.iter().copied().reduce(|a, b| {
-            if b.1 > a.1 || (b.1 == a.1 && it.lines[b.0 as usize] < it.lines[a.0 as usize]) {
-                b
-            } else {
-                a
-            }
-        });
-        nodes[node].line = best.map(|(l, _)| l);
+    let better = |a: (u32, u64), b: (u32, u64)| {
+        b.1 > a.1 || (b.1 == a.1 && it.lines[b.0 as usize] < it.lines[a.0 as usize])
+    };
+    for (&(node, l), &c) in &more_lines {
+        if better(first_line[node], (l, c)) {
+            first_line[node] = (l, c);
+        }
+    }
+    for (node, &(l, _)) in first_line.iter().enumerate() {
+        nodes[node].line = (l != NO_LINE).then_some(l);
     }
     // Rank functions by key once, so sorting children compares integers.
     let mut by_key: Vec<u32> = (0..it.functions.len() as u32).collect();
@@ -739,6 +764,56 @@ impl Dominant {
     }
 }
 
+/// The heaviest path through the stacks counted in `dom` (which is reset): from the
+/// root down, the function with the most samples among the stacks that agree so far. So
+/// two threads, or one phase split over many leaves, still give a stable answer.
+/// Returns a stack holding that path (the most sampled one) and the path's length.
+fn heaviest(dom: &mut Dominant, data: &Data, no_kernel: bool) -> Option<(u32, usize)> {
+    let cands: Vec<(u32, u64)> = dom
+        .touched
+        .iter()
+        .map(|&v| (v, u64::from(dom.counts[v as usize])))
+        .collect();
+    for &v in &dom.touched {
+        dom.counts[v as usize] = 0;
+    }
+    dom.touched.clear();
+    let seqs: Vec<&[(u32, u32)]> = cands
+        .iter()
+        .map(|&(id, _)| data.interned_stack(id, no_kernel).unwrap_or(&[]))
+        .collect();
+    let mut alive: Vec<usize> = (0..cands.len()).collect();
+    let mut depth = 0;
+    loop {
+        let mut weights: Vec<(u32, u64)> = Vec::new();
+        for &i in &alive {
+            if let Some(&(f, _)) = seqs[i].get(depth) {
+                match weights.iter_mut().find(|(g, _)| *g == f) {
+                    Some((_, w)) => *w += cands[i].1,
+                    None => weights.push((f, cands[i].1)),
+                }
+            }
+        }
+        let Some(&(f, _)) = weights
+            .iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        else {
+            break;
+        };
+        alive.retain(|&i| seqs[i].get(depth).map(|x| x.0) == Some(f));
+        depth += 1;
+    }
+    alive
+        .iter()
+        .max_by(|&&a, &&b| {
+            cands[a]
+                .1
+                .cmp(&cands[b].1)
+                .then(cands[b].0.cmp(&cands[a].0))
+        })
+        .map(|&i| (cands[i].0, depth))
+}
+
 /// The capture over `width` buckets (threads `excluded` left out).
 pub fn timeline(
     data: &mut Data,
@@ -806,7 +881,7 @@ pub fn timeline(
     t
 }
 
-/// The stream: the dominant stack of each time bucket of the selection.
+/// The stream: the dominant stack (heaviest path) of each time bucket of the selection.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stream {
     /// Per column, an index into `stacks` (None: no samples).
@@ -830,6 +905,7 @@ pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
     if width == 0 || q.to_ns < q.from_ns {
         return out;
     }
+    data.intern_stacks(q.no_kernel);
     let mask = q.mask(data);
     let dense = data
         .capture
@@ -847,10 +923,10 @@ pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
     let mut col = 0;
     let mut next_edge = edge(1);
     out.buckets = buckets;
-    let mut picks: Vec<Option<u32>> = vec![None; buckets];
+    let mut picks: Vec<Option<(u32, usize)>> = vec![None; buckets];
     for r in &data.rows[range] {
         while r.time >= next_edge && col + 1 < buckets {
-            picks[col] = dom.take();
+            picks[col] = heaviest(&mut dom, data, q.no_kernel);
             col += 1;
             next_edge = edge(col + 1);
         }
@@ -858,20 +934,21 @@ pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
             dom.add(r.stack);
         }
     }
-    picks[col] = dom.take();
-    let mut index: HashMap<u32, Option<u32>> = HashMap::new();
+    picks[col] = heaviest(&mut dom, data, q.no_kernel);
+    let mut index: HashMap<(u32, usize), Option<u32>> = HashMap::new();
     for c in 0..width {
-        let Some(id) = picks[c * buckets / width] else {
+        let Some((id, depth)) = picks[c * buckets / width] else {
             continue;
         };
-        let slot = match index.get(&id) {
+        let slot = match index.get(&(id, depth)) {
             Some(&s) => s,
             None => {
-                let s = data.stack_names(id, q.no_kernel).map(|names| {
+                let s = data.stack_names(id, q.no_kernel).map(|mut names| {
+                    names.truncate(depth);
                     out.stacks.push(names);
                     (out.stacks.len() - 1) as u32
                 });
-                index.insert(id, s);
+                index.insert((id, depth), s);
                 s
             }
         };

@@ -11,7 +11,9 @@ use crate::tree::Neighbours;
 
 use super::layout::Regions;
 use super::link::LinkBase;
-use super::model::{Data, Fold, Query, Stream, Timeline, fold, neighbours, stream, timeline};
+use super::model::{
+    Data, Fold, Query, Stream, Timeline, ensure_tree, fold, neighbours, stream, timeline,
+};
 use super::palette::Palette;
 
 /// The screen showing in the main area.
@@ -278,6 +280,11 @@ impl State {
             self.cache.fold_key = Some(key);
             self.cache.fold_version += 1;
             self.cache.refolds += 1;
+        }
+        if self.view == View::Flame
+            && let Some(f) = self.cache.fold.as_mut()
+        {
+            ensure_tree(f, &self.data);
         }
         let version = self.cache.fold_version;
         let tl_key = (
