@@ -217,6 +217,9 @@ impl Data {
 
     /// Logical frames of a stack (root first), with kernel frames dropped if asked.
     pub fn stack_names(&mut self, stack: u32, no_kernel: bool) -> Option<Vec<FrameName>> {
+        if !self.capture.stacks.contains_key(&stack) {
+            return None;
+        }
         let frames = self.names.get(&self.capture, stack)?;
         Some(if no_kernel {
             frames.iter().filter(|f| !f.kernel).cloned().collect()
@@ -393,14 +396,13 @@ impl Data {
             if self.interned.stacks[slot][id].is_some() {
                 continue;
             }
+            // Not defined yet (live: it may come in a later block). Asked before the
+            // name cache, which would remember the absence.
+            if !self.capture.stacks.contains_key(&(id as u32)) {
+                continue;
+            }
             let seq = match self.names.get(&self.capture, id as u32) {
-                None => {
-                    // Not defined yet (live: it may come in a later block).
-                    if !self.capture.stacks.contains_key(&(id as u32)) {
-                        continue;
-                    }
-                    None
-                }
+                None => None,
                 Some(frames) => {
                     let frames: Vec<FrameName> = frames
                         .iter()
