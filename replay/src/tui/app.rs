@@ -102,6 +102,10 @@ pub fn view(
         }
         let wait = if busy {
             Duration::ZERO
+        } else if state.finished {
+            // Nothing more will arrive: wait for input (waking only to expire notices)
+            // instead of spinning on a deadline already past.
+            Duration::from_millis(100)
         } else {
             next_poll
                 .saturating_duration_since(Instant::now())
