@@ -247,7 +247,7 @@ pub fn help(state: &State, area: Rect, buf: &mut Buffer) {
         scopes.insert(0, Scope::Filter);
     }
     let lines = keymap::help(&scopes);
-    let h = (lines.len() as u16 + 4).min(area.height);
+    let h = (lines.len() as u16 + 5).min(area.height);
     let w = 64.min(area.width);
     let r = Rect::new(
         area.x + (area.width - w) / 2,
@@ -263,7 +263,7 @@ pub fn help(state: &State, area: Rect, buf: &mut Buffer) {
     let pal = state.opts.palette;
     for (i, (keys, what)) in lines.iter().enumerate() {
         let y = r.y + 1 + i as u16;
-        if y + 2 >= r.y + r.height {
+        if y + 3 >= r.y + r.height {
             break;
         }
         put(buf, r.x + 2, y, 18, keys, pal.title());
@@ -276,12 +276,12 @@ pub fn help(state: &State, area: Rect, buf: &mut Buffer) {
             Style::new(),
         );
     }
-    put(
-        buf,
-        r.x + 2,
-        r.y + r.height - 2,
-        r.width.saturating_sub(4),
-        "mouse: click selects, click again opens, wheel scrolls, right-click goes back, drag on the timeline selects",
-        pal.dim(),
-    );
+    const MOUSE: [&str; 2] = [
+        "mouse: click selects, click again opens, wheel scrolls,",
+        "right-click goes back, drag on the timeline selects",
+    ];
+    for (i, line) in MOUSE.iter().enumerate() {
+        let y = (r.y + r.height).saturating_sub(3) + i as u16;
+        put(buf, r.x + 2, y, r.width.saturating_sub(4), line, pal.dim());
+    }
 }
