@@ -188,8 +188,15 @@ fn view_replays_a_capture_and_restores_the_terminal() {
 fn live_profiles_a_command_and_quits_cleanly() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let phased = common::fixture("phased");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kept = dir.path().join("live.hsp");
     let t = Tmux::start("live");
-    t.type_line(&format!("{} live -- {} 2", hotspot(), quote(&phased)));
+    t.type_line(&format!(
+        "{} live -o {} -- {} 2",
+        hotspot(),
+        quote(&kept),
+        quote(&phased)
+    ));
     let s = t.wait_for("the fixture's functions", Duration::from_secs(8), |s| {
         s.contains("p1_leaf")
     });
@@ -202,4 +209,10 @@ fn live_profiles_a_command_and_quits_cleanly() {
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
         .any(|c| c.starts_with(phased.as_os_str().as_encoded_bytes()));
     assert!(!running, "the profiled command still runs after quitting");
+    // -o keeps the capture (finished: the recorder stopped with the view), and the
+    // command's output went to a file beside it, not over the view.
+    let c = hotspot_replay::Capture::open(&kept).expect("kept capture opens");
+    assert!(c.end.is_some() && !c.samples.is_empty());
+    let log = std::fs::read_to_string(kept.with_extension("log")).expect("command output kept");
+    assert!(log.contains("phased: phase_one start_ns="), "{log}");
 }
