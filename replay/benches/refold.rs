@@ -160,6 +160,10 @@ fn main() {
         palette: Palette::new(ColorMode::True),
         links: None,
     };
+    let file = std::env::temp_dir().join(format!("hotspot-refold-{}.hsp", std::process::id()));
+    write_file(&capture, &file);
+    open_file(&file);
+    let _ = std::fs::remove_file(&file);
     let start = Instant::now();
     let data = Data::new(capture);
     let indexed = start.elapsed();
@@ -210,6 +214,105 @@ fn main() {
     state.refresh();
     draw(&state, &mut buf, Instant::now());
     println!("select all, stream view: {}", ms(t.elapsed()));
+}
+
+/// Writes the synthetic capture as a capture file, one block per second of samples (as
+/// the recorder does).
+fn write_file(c: &Capture, path: &std::path::Path) {
+    use hotspot_format::{Record, Stack, Thread, Writer};
+    let file = std::fs::File::create(path).expect("create");
+    let mut w = Writer::new(
+        std::io::BufWriter::new(file),
+        c.session.clone().unwrap_or_default(),
+    )
+    .expect("writer");
+    let mut strings: Vec<_> = c.strings.iter().collect();
+    strings.sort();
+    for (&id, text) in strings {
+        w.push(Record::String {
+            id,
+            text: text.clone(),
+        })
+        .expect("push");
+    }
+    for m in c.modules.values() {
+        w.push(Record::Module(m.clone())).expect("push");
+    }
+    let mut frames: Vec<_> = c.frames.values().collect();
+    frames.sort_by_key(|f| f.id);
+    for f in frames {
+        w.push(Record::Frame(f.clone())).expect("push");
+        if let Some(s) = c.symbols.get(&f.id) {
+            w.push(Record::Symbol(s.clone())).expect("push");
+        }
+    }
+    let mut stacks: Vec<_> = c.stacks.iter().collect();
+    stacks.sort();
+    for (&id, frames) in stacks {
+        w.push(Record::Stack(Stack {
+            id,
+            frames: frames.clone(),
+        }))
+        .expect("push");
+    }
+    for t in c.threads.values() {
+        w.push(Record::Thread(Thread {
+            tid: t.tid,
+            pid: t.pid,
+            name: t.name().to_string(),
+            time_ns: 0,
+        }))
+        .expect("push");
+    }
+    let mut second = 0;
+    for s in &c.samples {
+        if s.time_ns / 1_000_000_000 != second {
+            second = s.time_ns / 1_000_000_000;
+            w.flush_block().expect("flush");
+        }
+        w.push_sample(*s).expect("sample");
+    }
+    let last = c.samples.last().map_or(0, |s| s.time_ns);
+    w.finish(0, last, 0).expect("finish");
+}
+
+/// Opening the file as `hotspot view` does: the first poll of the follower, folded and
+/// drawn (the first frame), then everything read.
+fn open_file(path: &std::path::Path) {
+    use hotspot_replay::tui::tail::Tail;
+    let size = Rect::new(0, 0, 160, 50);
+    let opts = Options {
+        mode: Mode::Replay,
+        palette: Palette::new(ColorMode::True),
+        links: None,
+    };
+    let start = Instant::now();
+    let mut tail = Tail::open(path).expect("open");
+    let mut state = State::new(Data::default(), opts, size);
+    let events = tail.poll().expect("poll");
+    state.data.apply(events);
+    state.refresh();
+    let mut buf = Buffer::empty(size);
+    draw(&state, &mut buf, Instant::now());
+    let first = start.elapsed();
+    let first_samples = state.data.rows.len();
+    loop {
+        let events = tail.poll().expect("poll");
+        if events.is_empty() {
+            break;
+        }
+        state.data.apply(events);
+    }
+    state.refresh();
+    draw(&state, &mut buf, Instant::now());
+    println!(
+        "file of {} MB: first frame {} ({} samples in the first read), all {} samples read, folded and drawn {}",
+        std::fs::metadata(path).map_or(0, |m| m.len()) >> 20,
+        ms(first),
+        first_samples,
+        state.data.rows.len(),
+        ms(start.elapsed())
+    );
 }
 
 /// The model's parts alone: fold (flat rows), call tree, timeline.
