@@ -22,6 +22,7 @@ fn state(name: &str) -> State {
         mode: Mode::Replay,
         palette: Palette::new(ColorMode::None),
         links: None,
+        symbol_dirs: Vec::new(),
     };
     let mut s = State::new(Data::new(c), opts, Rect::new(0, 0, 120, 40));
     s.refresh();

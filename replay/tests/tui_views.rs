@@ -34,6 +34,7 @@ fn state(name: &str, w: u16, h: u16) -> State {
         mode: Mode::Replay,
         palette: Palette::new(ColorMode::Ansi),
         links: None,
+        symbol_dirs: Vec::new(),
     };
     let mut s = State::new(Data::new(c), opts, Rect::new(0, 0, w, h));
     s.finished = finished;

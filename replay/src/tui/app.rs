@@ -72,6 +72,8 @@ pub fn view(
                 .map_err(|e| ReplayError::from(e).with_path(path))?;
             busy = !events.is_empty();
             dirty |= state.data.apply(events);
+            let dirs = state.opts.symbol_dirs.clone();
+            dirty |= state.data.resymbolize(&dirs);
             state.finished = tail.finished();
             dirty |= state.finished;
             next_poll = if busy { now } else { now + POLL_EVERY };

@@ -77,6 +77,8 @@ pub struct Data {
     /// Bumped whenever samples or names change: the folds' cache key.
     pub generation: u64,
     symbols_seen: usize,
+    /// Frames that `--symbols` has already been applied to.
+    frames_resymbolized: usize,
     /// Functions, lines and stacks as integers (reset when names change).
     pub interned: Interned,
 }
@@ -92,6 +94,21 @@ impl Data {
         d.take_samples(samples);
         d.symbols_seen = d.capture.symbols.len();
         d
+    }
+
+    /// Names frames that arrived since the last call again from `dirs` (`--symbols`);
+    /// true if it ran, so names must be redrawn.
+    pub fn resymbolize(&mut self, dirs: &[std::path::PathBuf]) -> bool {
+        if dirs.is_empty() || self.capture.frames.len() == self.frames_resymbolized {
+            return false;
+        }
+        self.frames_resymbolized = self.capture.frames.len();
+        crate::resymbolize::resymbolize(&mut self.capture, dirs);
+        self.symbols_seen = self.capture.symbols.len();
+        self.names = StackNames::default();
+        self.interned = Interned::default();
+        self.generation += 1;
+        true
     }
 
     /// Folds in what a reader or follower produced; true if anything visible changed.

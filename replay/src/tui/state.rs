@@ -54,6 +54,8 @@ pub struct Options {
     pub mode: Mode,
     pub palette: Palette,
     pub links: Option<LinkBase>,
+    /// `--symbols` directories: frames are named again from files found there.
+    pub symbol_dirs: Vec<std::path::PathBuf>,
 }
 
 /// Flat view order.
