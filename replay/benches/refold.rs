@@ -159,6 +159,7 @@ fn main() {
         mode: Mode::Replay,
         palette: Palette::new(ColorMode::True),
         links: None,
+        symbol_dirs: Vec::new(),
     };
     let file = std::env::temp_dir().join(format!("hotspot-refold-{}.hsp", std::process::id()));
     write_file(&capture, &file);
@@ -285,6 +286,7 @@ fn open_file(path: &std::path::Path) {
         mode: Mode::Replay,
         palette: Palette::new(ColorMode::True),
         links: None,
+        symbol_dirs: Vec::new(),
     };
     let start = Instant::now();
     let mut tail = Tail::open(path).expect("open");
