@@ -104,8 +104,35 @@ impl Scan {
         if meta.is_dir() {
             return Err(ReplayError::NotAFile(path.to_path_buf()).into());
         }
-        let data = std::fs::read(path).map_err(io)?;
-        let mut scan = Scan::from_bytes(&data, options, progress).map_err(|e| match e {
+        let file = std::fs::File::open(path).map_err(io)?;
+        // A finished capture is mapped, not read into memory, and the pages already
+        // decoded are handed back as the scan moves on: memory then follows what the
+        // capture defines, not how many samples it holds.
+        // SAFETY: the mapping is read-only and only read while this function runs. The
+        // recorder only ever appends (what is past the mapped length is not seen); a
+        // file truncated under us by something else would fault, mmap's known hazard.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        let _ = map.advise(memmap2::Advice::Sequential);
+        const PAGE: usize = 4096;
+        let mut released = 0usize;
+        let mut progress = |done: u64, total: u64| {
+            progress(done, total);
+            let upto = usize::try_from(done).unwrap_or(usize::MAX).min(map.len()) / PAGE * PAGE;
+            if upto > released {
+                // SAFETY: DONTNEED on a private, unmodified file mapping only drops our
+                // copy of pages the reader has finished with (it decodes into owned
+                // records and never looks back); a later access would read them again.
+                let _ = unsafe {
+                    map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        released,
+                        upto - released,
+                    )
+                };
+                released = upto;
+            }
+        };
+        let mut scan = Scan::from_bytes(&map, options, &mut progress).map_err(|e| match e {
             ExportError::Replay(r) => ExportError::Replay(r.with_path(path)),
             other => other,
         })?;
