@@ -102,12 +102,7 @@ pub fn text(d: &Diff, top: usize) -> String {
     );
     let shown: Vec<&Change> = d.changes.iter().take(top).collect();
     let modules: Vec<String> = shown.iter().map(|c| display(&c.key.module)).collect();
-    let width = modules
-        .iter()
-        .map(|m| m.chars().count())
-        .max()
-        .unwrap_or(0)
-        .clamp(6, 32);
+    let width = crate::report::module_width(&modules);
     let _ = writeln!(
         o,
         "{:>8} {:>7} {:>7} {:>8} {:>7} {:>7}  {:<width$}  function",

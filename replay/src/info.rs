@@ -555,11 +555,6 @@ struct Document {
     size: SizeInfo,
 }
 
-/// The JSON report of a capture read into memory.
-pub fn json(c: &Capture) -> String {
-    json_of(&Facts::of_capture(c))
-}
-
 /// The JSON report of a scanned capture.
 pub fn scan_json(scan: &Scan) -> String {
     json_of(&Facts::of_scan(scan))

@@ -35,12 +35,7 @@ pub fn text(slice: &Slice, top: usize) -> String {
     }
     let shown: Vec<_> = rows.iter().take(top).collect();
     let modules: Vec<String> = shown.iter().map(|r| display(&r.key.module)).collect();
-    let width = modules
-        .iter()
-        .map(|m| m.chars().count())
-        .max()
-        .unwrap_or(0)
-        .clamp(6, 32);
+    let width = module_width(&modules);
     let _ = writeln!(
         o,
         "{:>7} {:>8} {:>7}  {:<width$}  function",
@@ -71,4 +66,14 @@ pub fn text(slice: &Slice, top: usize) -> String {
         );
     }
     o
+}
+
+/// Width of the module column of a text table: the longest shown name, within 6..=32.
+pub(crate) fn module_width(modules: &[String]) -> usize {
+    modules
+        .iter()
+        .map(|m| m.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(6, 32)
 }
