@@ -68,6 +68,16 @@ pub struct RecordArgs {
     /// Command to start and record, from its first instruction.
     #[arg(last = true)]
     pub command: Vec<String>,
+    /// Testing: append the capture's sample count to FILE before (`write N`) and after
+    /// (`done N`) every block write, and the kernel's lost counters at the end.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub flush_log: Option<PathBuf>,
+    /// Testing: write a block this often instead of once a second.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, hide = true)]
+    pub flush_interval: Option<Duration>,
+    /// Testing: the BPF ring buffer's size in bytes (a power of two, at least a page).
+    #[arg(long, value_name = "BYTES", hide = true)]
+    pub ring_bytes: Option<u32>,
 }
 
 #[derive(Debug, Args)]

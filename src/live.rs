@@ -181,6 +181,7 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
                     started: &mut started,
                     end_command: true,
                     command_output: Some(&rec_log),
+                    knobs: record::Knobs::default(),
                 },
             )
         })

@@ -1,11 +1,12 @@
 //! `hotspot record` and `hotspot demo`: wiring the recorder to the command line.
 
-use std::io::IsTerminal;
-use std::path::Path;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::Context;
+use hotspot_format::BlockEvent;
 use hotspot_recorder::bpf::{BpfSampler, EventSource, SamplerOptions};
 use hotspot_recorder::launch::GatedChild;
 use hotspot_recorder::recorder::process_exists;
@@ -42,9 +43,30 @@ pub fn run(args: RecordArgs) -> anyhow::Result<()> {
         );
     };
     let follow = !args.no_children;
-    let summary = record(target, &args.output, args.freq, args.duration, follow)?;
+    let knobs = Knobs {
+        flush_log: args.flush_log.clone(),
+        ring_bytes: args.ring_bytes,
+        flush_every: args.flush_interval,
+    };
+    let summary = record(
+        target,
+        &args.output,
+        args.freq,
+        args.duration,
+        follow,
+        knobs,
+    )?;
     print_summary(&summary, &args.output);
     Ok(())
+}
+
+/// `record`'s hidden testing options (see `RecordArgs`): they let tests force and check
+/// faults (a tiny ring buffer, frequent blocks, a log of what was flushed).
+#[derive(Debug, Default)]
+pub struct Knobs {
+    pub flush_log: Option<PathBuf>,
+    pub ring_bytes: Option<u32>,
+    pub flush_every: Option<Duration>,
 }
 
 /// `hotspot demo`: records the built-in workload and prints what the capture holds.
@@ -63,7 +85,14 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
         "hotspot: recording the built-in demo workload for {secs:.1} s at {} Hz…",
         args.freq
     );
-    let summary = record(Target::Command(cmd), &args.output, args.freq, None, true)?;
+    let summary = record(
+        Target::Command(cmd),
+        &args.output,
+        args.freq,
+        None,
+        true,
+        Knobs::default(),
+    )?;
     print_summary(&summary, &args.output);
     let capture = hotspot_replay::Capture::open(&args.output)?;
     print!("{}", hotspot_replay::info::text(&capture));
@@ -86,6 +115,7 @@ pub struct Run<'a> {
     /// Send a started command's stdout and stderr to this file and its stdin to
     /// /dev/null (live mode: the terminal belongs to the view).
     pub command_output: Option<&'a Path>,
+    pub knobs: Knobs,
 }
 
 fn record(
@@ -94,14 +124,18 @@ fn record(
     freq: u32,
     duration: Option<Duration>,
     follow: bool,
+    knobs: Knobs,
 ) -> anyhow::Result<Summary> {
     let run = Run {
-        flush_every: RecordConfig::default().flush_every,
+        flush_every: knobs
+            .flush_every
+            .unwrap_or(RecordConfig::default().flush_every),
         progress: true,
         stop: &signals::STOP,
         started: &mut |_| {},
         end_command: false,
         command_output: None,
+        knobs,
     };
     record_with(target, output, freq, duration, follow, run)
 }
@@ -131,15 +165,23 @@ pub fn record_with(
         all_processes: matches!(target, Target::All),
         follow_children: follow,
         self_tgid: std::process::id(),
-        ring_bytes: hotspot_recorder::bpf::ring_bytes_for(
-            u64::from(freq),
-            std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
-        ),
+        ring_bytes: run.knobs.ring_bytes.unwrap_or_else(|| {
+            hotspot_recorder::bpf::ring_bytes_for(
+                u64::from(freq),
+                std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+            )
+        }),
     };
     let mut sampler = BpfSampler::load(&opts)?;
+    // An empty file is what a recorder killed during set-up leaves (the file exists
+    // before its header is written): replacing it loses nothing.
     let file = hotspot_recorder::output::open_capture(output, |b| {
-        b.starts_with(&hotspot_format::header::MAGIC)
+        b.is_empty() || b.starts_with(&hotspot_format::header::MAGIC)
     })?;
+    let mut flush_log = match &run.knobs.flush_log {
+        Some(p) => Some(open_log(p)?),
+        None => None,
+    };
     let mut child = match &target {
         Target::Command(argv) => Some(match run.command_output {
             Some(out) => with_std_fds(out, || GatedChild::spawn(argv))??,
@@ -177,9 +219,29 @@ pub fn record_with(
         opts.all_processes,
         command_line,
     );
-    let writer = hotspot_format::Writer::new(file, header)?;
+    let mut writer = hotspot_format::Writer::new(file, header)?;
+    if let Some(log) = &flush_log {
+        let mut log = log.try_clone().context("duplicating the flush log")?;
+        writer.observe_blocks(Box::new(move |e| {
+            let line = match e {
+                BlockEvent::Writing { samples } => format!("write {samples}\n"),
+                BlockEvent::Written { samples } => format!("done {samples}\n"),
+            };
+            // One write(2) per line: a SIGKILL leaves whole lines only. A failing debug
+            // log must not fail the recording.
+            let _ = log.write_all(line.as_bytes());
+        }));
+    }
     signals::install();
     sampler.start()?;
+    // Loaded and attached: from here on the recorder only reads its targets and writes the
+    // files it has open. Failing to drop is worth a warning, not the recording.
+    if let Err(e) =
+        hotspot_recorder::privilege::drop_after_attach(|| sampler.lost_per_cpu().is_ok())
+        && run.progress
+    {
+        eprintln!("hotspot: warning: {e}");
+    }
     if let Some(c) = &mut child {
         c.release()?;
         // Read the command's /proc entries right after its exec: a short command can be
@@ -204,6 +266,24 @@ pub fn record_with(
     let (summary, file) = result?;
     file.sync_all()
         .with_context(|| format!("syncing {}", output.display()))?;
+    // Sampling has stopped: the kernel's counters no longer move. Read them apart from the
+    // recorder's own accounting, so a test can hold the capture's lost count against them.
+    let kernel_lost: u64 = sampler.lost_per_cpu()?.iter().sum();
+    if let Some(log) = &mut flush_log {
+        let tail = format!(
+            "bpf-lost {kernel_lost}\nbpf-lost-task-events {}\nmalformed {}\ncapture-lost {}\n",
+            sampler.lost_task_events()?,
+            sampler.malformed_records(),
+            summary.progress.lost
+        );
+        let _ = log.write_all(tail.as_bytes());
+    }
+    if kernel_lost != summary.progress.lost && run.progress {
+        eprintln!(
+            "hotspot: warning: the kernel counted {kernel_lost} lost samples, the capture holds {}",
+            summary.progress.lost
+        );
+    }
     if let Some(c) = child.as_mut().filter(|_| run.end_command)
         && c.try_wait().is_none()
     {
@@ -225,6 +305,18 @@ pub fn record_with(
         );
     }
     Ok(summary)
+}
+
+/// Opens the `--flush-log` file for appending (created 0600, like captures).
+fn open_log(path: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))
 }
 
 /// Runs `f` (which forks) with stdin on /dev/null and stdout/stderr on `out`, so the

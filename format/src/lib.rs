@@ -24,4 +24,4 @@ pub use follower::Follower;
 pub use header::FileHeader;
 pub use reader::{Block, Event, Reader, find_index};
 pub use records::*;
-pub use writer::Writer;
+pub use writer::{BlockEvent, BlockObserver, Writer};

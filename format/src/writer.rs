@@ -31,6 +31,18 @@ const SAMPLE_RAW_ESTIMATE: usize = 6;
 /// Records of one block's own: half the block limit, since the next block repeats them.
 const BLOCK_OWN_RECORDS: usize = MAX_BLOCK_RECORDS / 2 - 4;
 
+/// What a [`Writer`] tells its block observer (see [`Writer::observe_blocks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockEvent {
+    /// A block is about to be written; once it is, the capture holds `samples` samples.
+    Writing { samples: u64 },
+    /// The block's bytes were handed to the output: the capture holds `samples` samples.
+    Written { samples: u64 },
+}
+
+/// Called around every block write, the automatic ones included.
+pub type BlockObserver = Box<dyn FnMut(BlockEvent) + Send>;
+
 /// Writes a capture to any `Write`.
 ///
 /// Dropping a writer without [`finish`](Writer::finish) leaves what a crash would: every
@@ -65,6 +77,7 @@ pub struct Writer<W: Write> {
     raw: Vec<u8>,
     payload: Vec<u8>,
     block: Vec<u8>,
+    observer: Option<BlockObserver>,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
@@ -106,6 +119,7 @@ impl<W: Write> Writer<W> {
             raw: Vec::new(),
             payload: Vec::new(),
             block: Vec::new(),
+            observer: None,
         };
         w.append(&Record::Session(session))?;
         Ok(w)
@@ -164,6 +178,12 @@ impl<W: Write> Writer<W> {
         }
         self.out.flush()?;
         Ok(())
+    }
+
+    /// Calls `observer` before and after each block is written, so a test (or a debug log)
+    /// knows exactly which sample counts a capture cut off at any moment can hold.
+    pub fn observe_blocks(&mut self, observer: BlockObserver) {
+        self.observer = Some(observer);
     }
 
     /// Samples buffered and not yet written.
@@ -304,10 +324,17 @@ impl<W: Write> Writer<W> {
         );
         self.raw = raw;
         encoded?;
+        let after = self.samples_written + self.samples.len() as u64;
+        if let Some(observe) = &mut self.observer {
+            observe(BlockEvent::Writing { samples: after });
+        }
         self.out.write_all(&self.block)?;
+        if let Some(observe) = &mut self.observer {
+            observe(BlockEvent::Written { samples: after });
+        }
 
         self.bytes_written += self.block.len() as u64;
-        self.samples_written += self.samples.len() as u64;
+        self.samples_written = after;
         self.index.push(entry);
         self.seq += 1;
         self.samples.clear();

@@ -10,6 +10,7 @@ pub mod module_table;
 pub mod normalizer;
 pub mod output;
 pub mod perf_map;
+pub mod privilege;
 pub mod proc_maps;
 pub mod process_table;
 pub mod recorder;

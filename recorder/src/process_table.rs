@@ -20,9 +20,11 @@ pub struct ProcessEntry {
     pub alive: bool,
 }
 
-/// What the recorder knows of a thread: enough to notice a rename.
+/// What the recorder knows of a thread: enough to notice a rename, or its tid reused by
+/// another process (tids are recycled; with many short-lived threads, soon).
 #[derive(Debug, Clone)]
 struct ThreadEntry {
+    pid: u32,
     name: String,
 }
 
@@ -139,19 +141,21 @@ impl ProcessTable {
         }
     }
 
-    /// Notes a sample's thread; returns the record to write when the thread is new or
-    /// renamed since it was last seen.
+    /// Notes a sample's thread; returns the record to write when the thread is new,
+    /// renamed since it was last seen, or its tid now belongs to another process.
     pub fn thread_seen(&mut self, tid: u32, pid: u32, comm: &str, now_ns: u64) -> Option<Thread> {
         match self.threads.get_mut(&tid) {
-            Some(t) if t.name == comm => None,
+            Some(t) if t.name == comm && t.pid == pid => None,
             Some(t) => {
                 t.name = comm.to_string();
+                t.pid = pid;
                 Some(thread(tid, pid, comm, now_ns))
             }
             None => {
                 self.threads.insert(
                     tid,
                     ThreadEntry {
+                        pid,
                         name: comm.to_string(),
                     },
                 );
@@ -242,6 +246,11 @@ mod tests {
         assert!(t.thread_seen(5, 1, "a", 1).is_none());
         let renamed = t.thread_seen(5, 1, "b", 2).expect("rename is reported");
         assert_eq!((renamed.name.as_str(), renamed.time_ns), ("b", 2));
+        let reused = t
+            .thread_seen(5, 9, "b", 3)
+            .expect("a reused tid is reported");
+        assert_eq!((reused.pid, reused.time_ns), (9, 3));
+        assert!(t.thread_seen(5, 9, "b", 4).is_none());
     }
 
     #[test]

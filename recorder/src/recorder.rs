@@ -214,9 +214,19 @@ fn record<S: EventSource, W: Write>(
             break StopReason::TargetsExited;
         }
     };
-    // What is already in the ring buffer still belongs to the recording.
-    source.poll(Duration::ZERO, &mut events)?;
-    samples += handle(&mut events, &mut norm, &mut writer, &mut live, &mut frames)?;
+    // Sampling stops first, so the lost counters read by the last flush are final (the
+    // capture's lost count is then exactly the kernel's). A failure to detach must not
+    // cost the capture its end: the links go when the source is dropped anyway.
+    let _ = source.stop_sampling();
+    // What is already in the ring buffer still belongs to the recording. One drain takes
+    // a whole ring's worth; a second picks up what arrived meanwhile (task events).
+    for _ in 0..3 {
+        source.poll(Duration::ZERO, &mut events)?;
+        if events.is_empty() {
+            break;
+        }
+        samples += handle(&mut events, &mut norm, &mut writer, &mut live, &mut frames)?;
+    }
     lost_total += flush(source, &mut norm, &worker, &mut writer, &mut lost_seen)?;
     push_symbols(worker.finish(), &mut writer)?;
     let progress = Progress {

@@ -93,6 +93,13 @@ pub enum BpfError {
     #[error("waiting for BPF events failed: {0}")]
     Poll(#[source] io::Error),
 
+    /// The sampling program could not be detached at the end of a recording.
+    #[error("cannot stop sampling: {reason}")]
+    Detach {
+        /// Cause.
+        reason: String,
+    },
+
     /// [`BpfSampler::start`](super::BpfSampler::start) was called twice.
     #[error("the BPF sampler is already started")]
     AlreadyStarted,

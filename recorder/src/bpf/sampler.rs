@@ -82,6 +82,11 @@ pub trait EventSource {
     fn poll(&mut self, timeout: Duration, out: &mut Vec<RawEvent>) -> Result<(), BpfError>;
     /// Samples the kernel dropped, per CPU, cumulative since start.
     fn lost_per_cpu(&mut self) -> Result<Vec<u64>, BpfError>;
+    /// Stops taking samples; what is already buffered can still be drained. After it the
+    /// lost counters no longer move, so a final read of them is exact.
+    fn stop_sampling(&mut self) -> Result<(), BpfError> {
+        Ok(())
+    }
 }
 
 /// The BPF program loaded into the running kernel.
@@ -96,6 +101,8 @@ pub struct BpfSampler {
     /// Bounds one drain so a producer faster than us cannot keep `poll` from returning.
     max_drain: usize,
     started: bool,
+    /// The perf_event links, one per CPU, while sampling.
+    cpu_links: Vec<PerfEventLinkId>,
     malformed: u64,
 }
 
@@ -163,6 +170,7 @@ impl BpfSampler {
             freq_hz: opts.freq_hz,
             max_drain: opts.ring_bytes as usize / HEADER_SIZE,
             started: false,
+            cpu_links: Vec::new(),
             malformed: 0,
         })
     }
@@ -186,12 +194,13 @@ impl BpfSampler {
                 }
             }
             if let Ok(prog) = perf_program(&mut self.ebpf) {
-                for link in cpu_links {
+                for link in cpu_links.drain(..) {
                     let _ = prog.detach(link);
                 }
             }
         }
         result?;
+        self.cpu_links = cpu_links;
         self.started = true;
         Ok(())
     }
@@ -322,6 +331,19 @@ impl EventSource for BpfSampler {
 
     fn lost_per_cpu(&mut self) -> Result<Vec<u64>, BpfError> {
         self.read_lost(LOST_SAMPLES)
+    }
+
+    fn stop_sampling(&mut self) -> Result<(), BpfError> {
+        let links = std::mem::take(&mut self.cpu_links);
+        if links.is_empty() {
+            return Ok(());
+        }
+        let prog = perf_program(&mut self.ebpf)?;
+        for link in links {
+            prog.detach(link)
+                .map_err(|e| BpfError::Detach { reason: chain(&e) })?;
+        }
+        Ok(())
     }
 }
 
