@@ -10,8 +10,10 @@ use crate::reader::{Event, Step, step};
 use crate::records::Record;
 
 /// Most new bytes taken in by one `poll`, so that catching up with a large file happens in
-/// bounded steps (a block's payload is at most 16 MiB, so this always makes progress).
-const MAX_POLL_BYTES: u64 = 64 << 20;
+/// bounded steps: a viewer opening a big capture holds a few MiB of decoded samples at a
+/// time, not the whole file's. A block larger than this completes over several polls
+/// ([`Follower::behind`] says when to poll again at once).
+const MAX_POLL_BYTES: u64 = 2 << 20;
 
 /// Follows a growing capture through plain reads.
 pub struct Follower<R: Read + Seek> {
@@ -26,6 +28,8 @@ pub struct Follower<R: Read + Seek> {
     /// A damaged region whose end is not known yet; reported once a block follows it.
     pending_corrupt: Option<(u64, u64, CorruptReason)>,
     finished: bool,
+    /// The last poll stopped at its byte budget: more is already there to read.
+    behind: bool,
 }
 
 impl<R: Read + Seek> std::fmt::Debug for Follower<R> {
@@ -51,6 +55,7 @@ impl<R: Read + Seek> Follower<R> {
             unpacker: Unpacker::new(),
             pending_corrupt: None,
             finished: false,
+            behind: false,
         }
     }
 
@@ -62,6 +67,12 @@ impl<R: Read + Seek> Follower<R> {
     /// True once the `End` record has been read: the writer finished cleanly.
     pub fn finished(&self) -> bool {
         self.finished
+    }
+
+    /// True when the last `poll` left bytes unread (it reads at most a few MiB): poll
+    /// again without waiting.
+    pub fn behind(&self) -> bool {
+        self.behind
     }
 
     /// Reads what was appended since the last call and returns the blocks that are now
@@ -135,6 +146,7 @@ impl<R: Read + Seek> Follower<R> {
             .take(MAX_POLL_BYTES)
             .read_to_end(&mut self.buf)?;
         self.file_pos += n as u64;
+        self.behind = n as u64 == MAX_POLL_BYTES;
         Ok(())
     }
 }

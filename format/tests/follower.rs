@@ -116,3 +116,52 @@ fn follower_waits_for_the_file_header() {
     assert_eq!(f.poll().unwrap().len(), 2);
     assert!(f.finished());
 }
+
+#[test]
+fn a_big_file_is_caught_up_in_bounded_polls() {
+    // Noisy times, cpus and threads: a capture that does not compress to nothing.
+    let mut w = Writer::new(Vec::new(), common::session()).unwrap();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut t = 1_000_000_000u64;
+    for block in 0..40 {
+        for _ in 0..50_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            t += x % 4_000_000;
+            let s = Sample {
+                time_ns: t,
+                tid: (x >> 20) as u32 % 64,
+                cpu: (x >> 30) as u32 % 16,
+                stack: (x >> 40) as u32 % 4096,
+            };
+            w.push_sample(s).unwrap();
+        }
+        if block % 4 == 3 {
+            w.flush_block().unwrap();
+        }
+    }
+    let data = w.finish(t + 1, t + 1, 0).unwrap();
+    assert!(
+        data.len() > 3 << 20,
+        "the capture must exceed one poll's budget"
+    );
+    let want = common::events(&data);
+    let mut f = Follower::new(Cursor::new(data.clone()));
+    let mut got = f.poll().unwrap();
+    assert!(
+        f.behind(),
+        "one poll must not read a {} byte file",
+        data.len()
+    );
+    assert!(got.len() < want.len());
+    let mut polls = 1;
+    while f.behind() {
+        got.extend(f.poll().unwrap());
+        polls += 1;
+    }
+    got.extend(f.poll().unwrap());
+    assert_eq!(got, want);
+    assert!(f.finished());
+    assert!(polls >= 2);
+}

@@ -297,7 +297,7 @@ fn open_file(path: &std::path::Path) {
     let mut buf = Buffer::empty(size);
     draw(&state, &mut buf, Instant::now());
     let first = start.elapsed();
-    let first_samples = state.data.rows.len();
+    let first_samples = state.data.samples() as usize;
     loop {
         let events = tail.poll().expect("poll");
         if events.is_empty() {
@@ -312,7 +312,7 @@ fn open_file(path: &std::path::Path) {
         std::fs::metadata(path).map_or(0, |m| m.len()) >> 20,
         ms(first),
         first_samples,
-        state.data.rows.len(),
+        state.data.samples() as usize,
         ms(start.elapsed())
     );
 }

@@ -226,7 +226,7 @@ fn kernel_toggle_hides_kernel_rows() {
     press(&mut s, &[Key::Char('K')]);
     assert!(s.flat_rows().iter().all(|r| !r.key.kernel));
     let total: u64 = s.fold().map_or(0, |f| f.total);
-    assert_eq!(total as usize, s.data.rows.len());
+    assert_eq!(total as usize, s.data.samples() as usize);
 }
 
 #[test]

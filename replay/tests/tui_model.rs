@@ -71,3 +71,48 @@ fn threads_matches_the_replay_model() {
     check("threads", false);
     check("threads", true);
 }
+
+/// The model's memory follows distinct (thread, stack) pairs, not samples: five times
+/// the samples of the same 64 pairs over five times the time hold no more cells.
+#[test]
+fn model_memory_follows_distinct_stacks_not_samples() {
+    use hotspot_format::Sample;
+    use hotspot_replay::tui::buckets::MAX_BUCKETS;
+    let cells = |n: u64| {
+        let mut data = Data::default();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        // Fed in recorder-sized batches, as the viewer's follower hands them over.
+        for chunk in (0..n).collect::<Vec<_>>().chunks(50_000) {
+            let batch: Vec<Sample> = chunk
+                .iter()
+                .map(|&i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    Sample {
+                        time_ns: 1_000_000_000 + i * 1_000_000,
+                        tid: 1 + (x % 2) as u32,
+                        cpu: 0,
+                        stack: ((x >> 8) % 32) as u32,
+                    }
+                })
+                .collect();
+            data.add_samples(batch);
+        }
+        assert_eq!(data.samples(), n);
+        let q = Query {
+            from_ns: 0,
+            to_ns: u64::MAX,
+            ..Query::default()
+        };
+        assert_eq!(fold(&mut data, &q).total, n);
+        data.buckets.cells()
+    };
+    let small = cells(1_000_000);
+    let big = cells(5_000_000);
+    assert!(small <= MAX_BUCKETS * 64 && big <= MAX_BUCKETS * 64);
+    assert!(
+        big * 4 <= small * 5,
+        "5x the samples took {big} cells against {small}"
+    );
+}

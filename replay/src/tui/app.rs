@@ -70,7 +70,7 @@ pub fn view(
             let events = tail
                 .poll()
                 .map_err(|e| ReplayError::from(e).with_path(path))?;
-            busy = !events.is_empty();
+            busy = !events.is_empty() || tail.behind();
             dirty |= state.data.apply(events);
             let dirs = state.opts.symbol_dirs.clone();
             dirty |= state.data.resymbolize(&dirs);

@@ -113,7 +113,7 @@ pub fn header(state: &State, area: Rect, buf: &mut Buffer, now: Instant) {
     if area.height == 0 {
         return;
     }
-    let samples = state.data.rows.len() as u64;
+    let samples = state.data.samples();
     let lost = state.data.capture.lost;
     let mut x = put(
         buf,

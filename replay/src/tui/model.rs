@@ -11,6 +11,7 @@ use crate::flat::{FlatRow, FunctionKey};
 use crate::names::FrameName;
 use crate::profile::StackNames;
 use crate::tree::{Neighbours, key_of};
+use crate::tui::buckets::Buckets;
 
 /// A fast hasher for the integer keys of the folds (ids, not attacker-chosen text):
 /// the multiply-rotate of rustc's FxHash.
@@ -44,15 +45,6 @@ impl std::hash::Hasher for FxHasher {
 /// A `HashMap` keyed by ids.
 pub type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
-/// One sample, as the views need it: 16 bytes, sorted by time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Row {
-    pub time: u64,
-    /// Dense thread index (see [`Data::threads`]).
-    pub thread: u32,
-    pub stack: u32,
-}
-
 /// A thread the capture has samples of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadRow {
@@ -66,10 +58,10 @@ pub struct ThreadRow {
 /// The capture, its samples in time order, and the name cache.
 #[derive(Debug, Default)]
 pub struct Data {
-    /// Definitions; its `samples` are moved into [`Data::rows`] as they arrive.
+    /// Definitions; its `samples` are moved into [`Data::buckets`] as they arrive.
     pub capture: Capture,
-    /// Every sample, sorted by time.
-    pub rows: Vec<Row>,
+    /// Every sample, counted per time bucket, thread and stack.
+    pub buckets: Buckets,
     /// Dense thread index → thread, in order of first sample.
     pub threads: Vec<ThreadRow>,
     thread_index: IdMap<u32, u32>,
@@ -131,37 +123,30 @@ impl Data {
         true
     }
 
+    /// Takes in samples directly (what [`Data::apply`] does with a block's samples).
+    pub fn add_samples(&mut self, samples: Vec<hotspot_format::Sample>) {
+        self.take_samples(samples);
+        self.generation += 1;
+    }
+
     fn take_samples(&mut self, samples: Vec<hotspot_format::Sample>) {
         if samples.is_empty() {
             return;
         }
-        let was = self.rows.len();
         let mut last: Option<(u32, u32)> = None;
-        self.rows.reserve(samples.len());
-        for s in samples {
+        let (threads, index, capture) = (&mut self.threads, &mut self.thread_index, &self.capture);
+        self.buckets.extend(samples.iter().map(|s| {
             let thread = match last {
                 Some((tid, idx)) if tid == s.tid => idx,
                 _ => {
-                    let idx = self.thread_idx(s.tid);
+                    let idx = thread_idx(threads, index, capture, s.tid);
                     last = Some((s.tid, idx));
                     idx
                 }
             };
-            self.threads[thread as usize].samples += 1;
-            self.rows.push(Row {
-                time: s.time_ns,
-                thread,
-                stack: s.stack,
-            });
-        }
-        let sorted = self.rows[was.saturating_sub(1)..]
-            .windows(2)
-            .all(|w| w[0].time <= w[1].time);
-        if !sorted {
-            // CPUs hand samples over in slightly different orders; a stable sort of
-            // nearly sorted runs is close to linear.
-            self.rows.sort_by_key(|r| r.time);
-        }
+            threads[thread as usize].samples += 1;
+            (s.time_ns, thread, s.stack)
+        }));
         // Thread names may have arrived after the first sample.
         for t in &mut self.threads {
             if let Some(info) = self.capture.threads.get(&t.tid) {
@@ -171,27 +156,15 @@ impl Data {
         }
     }
 
-    fn thread_idx(&mut self, tid: u32) -> u32 {
-        if let Some(&i) = self.thread_index.get(&tid) {
-            return i;
-        }
-        let i = self.threads.len() as u32;
-        let info = self.capture.threads.get(&tid);
-        self.threads.push(ThreadRow {
-            tid,
-            pid: info.map_or(0, |t| t.pid),
-            name: info.map(|t| t.name().to_string()).unwrap_or_default(),
-            samples: 0,
-        });
-        self.thread_index.insert(tid, i);
-        i
+    /// Samples taken in.
+    pub fn samples(&self) -> u64 {
+        self.buckets.samples()
     }
 
     /// The capture's time span: from the session start (or first sample) to the end
     /// marker (or last sample), in monotonic ns.
     pub fn span(&self) -> Option<(u64, u64)> {
-        let first = self.rows.first()?.time;
-        let last = self.rows.last()?.time;
+        let (first, last) = self.buckets.span()?;
         let start = self
             .capture
             .session
@@ -206,13 +179,6 @@ impl Data {
             .filter(|&e| e >= last && e - last < 3_600_000_000_000)
             .unwrap_or(last);
         Some((start, end.max(start + 1)))
-    }
-
-    /// Index range of the rows with `from <= time <= to`.
-    pub fn range(&self, from: u64, to: u64) -> std::ops::Range<usize> {
-        let a = self.rows.partition_point(|r| r.time < from);
-        let b = self.rows.partition_point(|r| r.time <= to);
-        a..b.max(a)
     }
 
     /// User frames referenced by stacks that have no name yet.
@@ -244,6 +210,28 @@ impl Data {
             frames.clone()
         })
     }
+}
+
+/// The dense index of thread `tid`, added on first sight.
+fn thread_idx(
+    threads: &mut Vec<ThreadRow>,
+    index: &mut IdMap<u32, u32>,
+    capture: &Capture,
+    tid: u32,
+) -> u32 {
+    if let Some(&i) = index.get(&tid) {
+        return i;
+    }
+    let i = threads.len() as u32;
+    let info = capture.threads.get(&tid);
+    threads.push(ThreadRow {
+        tid,
+        pid: info.map_or(0, |t| t.pid),
+        name: info.map(|t| t.name().to_string()).unwrap_or_default(),
+        samples: 0,
+    });
+    index.insert(tid, i);
+    i
 }
 
 /// What a fold selects: the samples in `[from_ns, to_ns]` of the threads not excluded.
@@ -462,14 +450,16 @@ pub fn fold(data: &mut Data, q: &Query) -> Fold {
     let mut counts = vec![0u64; dense];
     // Ids outside the defined range (a lost block) are counted aside.
     let mut stray = 0u64;
-    for r in &data.rows[data.range(q.from_ns, q.to_ns)] {
-        per_thread[r.thread as usize] += 1;
-        if mask[r.thread as usize] {
-            continue;
-        }
-        match counts.get_mut(r.stack as usize) {
-            Some(c) => *c += 1,
-            None => stray += 1,
+    for (_, cells) in data.buckets.range(q.from_ns, q.to_ns) {
+        for c in cells {
+            per_thread[c.thread as usize] += c.count;
+            if mask[c.thread as usize] {
+                continue;
+            }
+            match counts.get_mut(c.stack as usize) {
+                Some(n) => *n += c.count,
+                None => stray += c.count,
+            }
         }
     }
     let mut stacks = Vec::new();
@@ -711,7 +701,7 @@ pub fn neighbours(fold: &Fold, data: &Data, no_kernel: bool, target: &FunctionKe
 /// One column of the timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Bucket {
-    pub samples: u32,
+    pub samples: u64,
     /// Index into [`Timeline::functions`] of the leaf function seen most.
     pub function: Option<u32>,
     /// Dense index of the thread seen most.
@@ -746,7 +736,7 @@ impl Timeline {
 
 /// Most frequent value among `items` through a reusable counter.
 struct Dominant {
-    counts: Vec<u32>,
+    counts: Vec<u64>,
     touched: Vec<u32>,
 }
 
@@ -758,19 +748,19 @@ impl Dominant {
         }
     }
 
-    fn add(&mut self, v: u32) {
+    fn add(&mut self, v: u32, n: u64) {
         let Some(c) = self.counts.get_mut(v as usize) else {
             return;
         };
         if *c == 0 {
             self.touched.push(v);
         }
-        *c += 1;
+        *c += n;
     }
 
     /// The most frequent value (ties: the smallest), and resets.
     fn take(&mut self) -> Option<u32> {
-        let mut best: Option<(u32, u32)> = None;
+        let mut best: Option<(u32, u64)> = None;
         for &v in &self.touched {
             let c = self.counts[v as usize];
             if best.is_none_or(|(bv, bc)| c > bc || (c == bc && v < bv)) {
@@ -791,7 +781,7 @@ fn heaviest(dom: &mut Dominant, data: &Data, no_kernel: bool) -> Option<(u32, us
     let cands: Vec<(u32, u64)> = dom
         .touched
         .iter()
-        .map(|&v| (v, u64::from(dom.counts[v as usize])))
+        .map(|&v| (v, dom.counts[v as usize]))
         .collect();
     for &v in &dom.touched {
         dom.counts[v as usize] = 0;
@@ -875,28 +865,33 @@ pub fn timeline(
     }
     let mut by_fn = Dominant::new(t.functions.len());
     let mut by_thread = Dominant::new(n_threads);
-    let mut col = 0;
-    let mut next_edge = t.time_at(1);
-    let flush = |t: &mut Timeline, col: usize, f: &mut Dominant, th: &mut Dominant| {
-        t.buckets[col].function = f.take();
-        t.buckets[col].thread = th.take();
-    };
-    for r in &data.rows {
-        while r.time >= next_edge && col + 1 < width {
-            flush(&mut t, col, &mut by_fn, &mut by_thread);
-            col += 1;
-            next_edge = t.time_at(col + 1);
+    let mut col: Option<usize> = None;
+    // Model buckets are at least twice as fine as any terminal's columns (see
+    // `buckets::MAX_BUCKETS`), so every column with samples gets some.
+    for (at, cells) in data.buckets.range(0, u64::MAX) {
+        let c = t.column(at);
+        if col != Some(c) {
+            if let Some(p) = col {
+                t.buckets[p].function = by_fn.take();
+                t.buckets[p].thread = by_thread.take();
+            }
+            col = Some(c);
         }
-        if mask[r.thread as usize] {
-            continue;
+        for cell in cells {
+            if mask[cell.thread as usize] {
+                continue;
+            }
+            t.buckets[c].samples += cell.count;
+            if let Some(&f) = of_stack.get(cell.stack as usize) {
+                by_fn.add(f, cell.count);
+            }
+            by_thread.add(cell.thread, cell.count);
         }
-        t.buckets[col].samples += 1;
-        if let Some(&f) = of_stack.get(r.stack as usize) {
-            by_fn.add(f);
-        }
-        by_thread.add(r.thread);
     }
-    flush(&mut t, col, &mut by_fn, &mut by_thread);
+    if let Some(p) = col {
+        t.buckets[p].function = by_fn.take();
+        t.buckets[p].thread = by_thread.take();
+    }
     t
 }
 
@@ -933,27 +928,38 @@ pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
         .max()
         .map_or(0, |&m| m as usize + 1);
     let mut dom = Dominant::new(dense);
-    let range = data.range(q.from_ns, q.to_ns);
+    let selected = data.buckets.count(q.from_ns, q.to_ns) as usize;
     // A bucket needs a few samples for "dominant" to mean something: with few samples,
-    // fewer (wider) buckets, each drawn over several columns.
-    let buckets = (range.len() / SAMPLES_PER_BUCKET).clamp(1, width);
+    // fewer (wider) buckets, each drawn over several columns. Never finer than the
+    // model's own buckets, which would draw false gaps.
+    let buckets = (selected / SAMPLES_PER_BUCKET)
+        .min(data.buckets.spanned(q.from_ns, q.to_ns))
+        .clamp(1, width);
     let span = u128::from(q.to_ns - q.from_ns) + 1;
-    let edge = |c: usize| q.from_ns + (span * c as u128 / buckets as u128) as u64;
-    let mut col = 0;
-    let mut next_edge = edge(1);
+    let bucket_of = |t: u64| {
+        let off = u128::from(t.clamp(q.from_ns, q.to_ns) - q.from_ns);
+        ((off * buckets as u128 / span) as usize).min(buckets - 1)
+    };
     out.buckets = buckets;
     let mut picks: Vec<Option<(u32, usize)>> = vec![None; buckets];
-    for r in &data.rows[range] {
-        while r.time >= next_edge && col + 1 < buckets {
-            picks[col] = heaviest(&mut dom, data, q.no_kernel);
-            col += 1;
-            next_edge = edge(col + 1);
+    let mut col: Option<usize> = None;
+    for (at, cells) in data.buckets.range(q.from_ns, q.to_ns) {
+        let c = bucket_of(at);
+        if col != Some(c) {
+            if let Some(p) = col {
+                picks[p] = heaviest(&mut dom, data, q.no_kernel);
+            }
+            col = Some(c);
         }
-        if !mask[r.thread as usize] {
-            dom.add(r.stack);
+        for cell in cells {
+            if !mask[cell.thread as usize] {
+                dom.add(cell.stack, cell.count);
+            }
         }
     }
-    picks[col] = heaviest(&mut dom, data, q.no_kernel);
+    if let Some(p) = col {
+        picks[p] = heaviest(&mut dom, data, q.no_kernel);
+    }
     let mut index: HashMap<(u32, usize), Option<u32>> = HashMap::new();
     for c in 0..width {
         let Some((id, depth)) = picks[c * buckets / width] else {

@@ -34,6 +34,11 @@ impl Tail {
         self.follower.poll()
     }
 
+    /// More bytes are waiting than the last poll took in.
+    pub fn behind(&self) -> bool {
+        self.follower.behind()
+    }
+
     /// The end marker was read: nothing more will come.
     pub fn finished(&self) -> bool {
         self.follower.finished()

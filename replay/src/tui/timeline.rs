@@ -88,7 +88,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         let h = if b.samples == 0 {
             0
         } else {
-            (u64::from(b.samples) * u64::from(levels)).div_ceil(u64::from(max)) as u32
+            (b.samples * u64::from(levels)).div_ceil(max) as u32
         };
         for row in 0..bars.height {
             let y = bars.y + bars.height - 1 - row;
