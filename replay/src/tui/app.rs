@@ -17,16 +17,15 @@ use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 
 use crate::error::ReplayError;
-use crate::sanitize::display;
 
 use super::chrome::NOTICE_FOR;
-use super::flat::NAME_X;
+use super::hyperlink;
 use super::input::{Action, handle, handle_mouse};
 use super::link::{Osc8, osc52};
 use super::model::Data;
 use super::picker::{self, PickAction, Picker, ProcRow};
 use super::render::draw;
-use super::state::{Options, State, View};
+use super::state::{Options, State};
 use super::tail::Tail;
 use super::terminal::Term;
 
@@ -94,7 +93,7 @@ pub fn view(
                 .draw(|f| draw(&state, f.buffer_mut(), now))?
                 .buffer
                 .clone();
-            if state.opts.links.is_some() && state.view == View::Flat {
+            if state.opts.links.is_some() {
                 overlay_links(term, &state, &drawn)?;
             }
             dirty = false;
@@ -143,28 +142,10 @@ pub fn view(
 /// Re-prints the function names of the flat view as OSC 8 hyperlinks, over what ratatui
 /// drew, with the same colours (ratatui's cells cannot carry a hyperlink).
 fn overlay_links(term: &mut Term, state: &State, buf: &Buffer) -> std::io::Result<()> {
-    let Some(base) = &state.opts.links else {
-        return Ok(());
-    };
-    let r = state.regions();
-    let rows = state.flat_rows();
-    let top = state.flat.pos.offset;
-    let height = usize::from(r.list_height());
     let out = term.terminal.backend_mut();
-    for (i, row) in rows.iter().enumerate().skip(top).take(height) {
-        let Some(url) = row.hottest.as_ref().and_then(|(f, l)| base.url(f, *l)) else {
-            continue;
-        };
-        let y = r.list_top() + (i - top) as u16;
-        let x = r.main.x + NAME_X;
-        if x >= r.main.x + r.main.width {
-            continue;
-        }
-        let name = display(&row.key.function);
-        let max = usize::from(r.main.x + r.main.width - x);
-        let text: String = name.chars().take(max).collect();
-        let cell = &buf[(x, y)];
-        queue!(out, MoveTo(x, y))?;
+    for span in hyperlink::spans(state) {
+        let cell = &buf[(span.x, span.y)];
+        queue!(out, MoveTo(span.x, span.y))?;
         queue!(
             out,
             SetForegroundColor(cell.fg.into_crossterm()),
@@ -173,11 +154,14 @@ fn overlay_links(term: &mut Term, state: &State, buf: &Buffer) -> std::io::Resul
         if cell.modifier.contains(Modifier::BOLD) {
             queue!(out, SetAttribute(Attribute::Bold))?;
         }
+        if cell.modifier.contains(Modifier::REVERSED) {
+            queue!(out, SetAttribute(Attribute::Reverse))?;
+        }
         queue!(
             out,
             Print(Osc8 {
-                url: &url,
-                text: &text
+                url: &span.url,
+                text: &span.text
             }),
             SetAttribute(Attribute::Reset),
             ResetColor

@@ -37,6 +37,10 @@ pub fn first_line(state: &State, height: usize) -> usize {
     at.saturating_sub(height.saturating_sub(1))
 }
 
+/// Column (from the area's left) where a row's function name starts: after the share,
+/// the samples and the bar.
+pub const NAME_X: u16 = 32;
+
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let pal = state.opts.palette;
     let Some(target) = &state.callers.target else {
@@ -106,10 +110,10 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
                     ),
                     style,
                 );
-                let x = put(buf, x, y, 10, &bar(frac, 10), pal.heat(frac).patch(style));
-                let end = area.x + area.width;
-                if x + 2 < end {
-                    put(buf, x + 2, y, end - x - 2, &display(&key.function), style);
+                put(buf, x, y, 10, &bar(frac, 10), pal.heat(frac).patch(style));
+                let (x, end) = (area.x + NAME_X, area.x + area.width);
+                if x < end {
+                    put(buf, x, y, end - x, &display(&key.function), style);
                 }
             }
         }

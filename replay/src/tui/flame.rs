@@ -75,6 +75,19 @@ pub fn root_and_cursor(state: &State) -> (usize, usize) {
     (root, cursor)
 }
 
+/// The node the details line describes: under the mouse, else under the cursor.
+pub fn shown_node(state: &State) -> Option<usize> {
+    state.fold()?;
+    let (_, cursor) = root_and_cursor(state);
+    let hover = state.flame.hover.as_ref().map(|p| state.resolve(p));
+    Some(hover.unwrap_or(cursor))
+}
+
+/// Row of the details line (the function name, module and source) in the main area.
+pub fn details_y(main: Rect) -> u16 {
+    main.y + main.height.saturating_sub(2)
+}
+
 /// The bars as laid out for the current state and screen.
 pub fn current_layout(state: &State) -> Vec<Bar> {
     let Some(f) = state.fold() else {
@@ -159,7 +172,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         .map(|(file, line)| format!("{}:{line}", display(&crate::names::short_module(file))))
         .unwrap_or_else(|| "no source line".into());
     let module = f.key(shown).map(|k| display(&k.module)).unwrap_or_default();
-    let y = area.y + area.height.saturating_sub(2);
+    let y = details_y(area);
     put(
         buf,
         area.x,

@@ -13,6 +13,7 @@ pub mod chrome;
 pub mod draw;
 pub mod flame;
 pub mod flat;
+pub mod hyperlink;
 pub mod input;
 pub mod keymap;
 pub mod layout;
