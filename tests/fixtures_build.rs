@@ -59,6 +59,14 @@ fn expected_functions(name: &str) -> &'static [&'static str] {
         "memwork" => &["mem_driver", "mem_fill", "mem_copy"],
         "jit" => &["jit_driver"],
         "throughput" => &["tp_run", "tp_outer", "tp_middle", "tp_leaf"],
+        "execer" => &[
+            "exec_before_work",
+            "exec_before_leaf",
+            "exec_after_work",
+            "exec_after_leaf",
+        ],
+        "churn" => &["churn_thread", "churn_work", "churn_leaf"],
+        "renamer" => &["rename_worker", "first_name_leaf", "second_name_leaf"],
         other => panic!("no expectations for fixture {other}"),
     }
 }
@@ -400,6 +408,31 @@ fn variant_builds_separately() {
         "-fomit-frame-pointer variant still has a frame in busy_loop"
     );
     run_ok("busy (nofp)", &nofp, &[SHORT_ARG], SHORT);
+}
+
+#[test]
+fn execer_execs_itself_without_a_program() {
+    // SHORT before the exec and SHORT again after it, through /proc/self/exe.
+    let out = build_run("execer", &[SHORT_ARG], 2.0 * SHORT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("execer: exec_ns="), "{err}");
+}
+
+#[test]
+fn churn_names_and_counts_its_threads() {
+    let out = build_run("churn", &["10", "40", "1"], 0.0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("churn: threads=40\n"), "{err}");
+    let named = err.lines().filter(|l| l.starts_with("churn: tid=")).count();
+    assert_eq!(named, 40, "{err}");
+    assert!(err.contains(" name=ch-39\n"), "{err}");
+}
+
+#[test]
+fn renamer_logs_its_rename() {
+    let out = build_run("renamer", &[SHORT_ARG], SHORT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("renamer: renamed_ns="), "{err}");
 }
 
 #[test]

@@ -472,9 +472,13 @@ fn disk_full_stops_with_a_clear_error_and_keeps_complete_blocks() {
         .expect("mount");
     assert!(st.success(), "mounting a small tmpfs needs root");
     let out = mnt.join("full.hsp");
+    // Outside the small file system: it must record the failed write too.
+    let log = d.path().join("full.log");
     // Deep stacks at a high rate fill 48 KiB within seconds.
     let res = hotspot()
-        .args(["record", "-F", "4999", "-d", "20", "-o"])
+        .args(["record", "-F", "4999", "-d", "20", "--flush-log"])
+        .arg(&log)
+        .arg("-o")
         .arg(&out)
         .arg("--")
         .arg(fixture("recurse"))
@@ -495,6 +499,22 @@ fn disk_full_stops_with_a_clear_error_and_keeps_complete_blocks() {
         !c.samples.is_empty(),
         "complete blocks before the disk filled are readable"
     );
+    // Every block written before the failing one is there, and nothing of it: the flush
+    // log announced that write ("write N") but never confirmed it ("done N").
+    let log = std::fs::read_to_string(&log).expect("flush log");
+    let counts = |kind: &str| -> Vec<u64> {
+        log.lines()
+            .filter_map(|l| l.strip_prefix(kind)?.trim().parse().ok())
+            .collect()
+    };
+    let (writes, done) = (counts("write "), counts("done "));
+    assert_eq!(writes.len(), done.len() + 1, "one failed write: {log}");
+    assert_eq!(
+        c.samples.len() as u64,
+        done.last().copied().unwrap_or(0),
+        "the capture holds exactly the completed blocks: {log}"
+    );
+    assert!(c.end.is_none(), "no end marker on a full disk");
 }
 
 #[test]

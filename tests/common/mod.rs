@@ -65,6 +65,9 @@ pub const ALL_FIXTURES: &[&str] = &[
     "memwork",
     "jit",
     "throughput",
+    "execer",
+    "churn",
+    "renamer",
 ];
 
 /// `fixtures/` in the workspace.
