@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 /*
  * hotspot's kernel side: a cpu_clock perf_event program that records the
- * user and kernel stacks of traced processes, plus BTF tracepoints that keep
- * the set of traced processes in step with fork/exec/exit.
+ * user and kernel stacks of traced processes, raw tracepoints that keep the
+ * set of traced processes in step with fork/exec/exit, and a program the
+ * recorder runs on demand to name kernel addresses.
  *
  * Loaded and attached by recorder/src/bpf/sampler.rs; record layout in
  * sample.h. Rebuild with tools/build-bpf and commit the object.
@@ -11,6 +12,7 @@
 #include <linux/bpf_perf_event.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 #include "sample.h"
 
@@ -184,16 +186,20 @@ int hs_sample(struct bpf_perf_event_data *ctx)
 }
 
 /*
- * tp_btf rather than the classic tracepoint: the classic one only reports
- * child_pid, which for CLONE_THREAD is a thread id, and it needs tracefs.
- * Here we read the child's real tgid from its task_struct.
+ * Raw tracepoints rather than the classic ones: the classic fork tracepoint
+ * only reports child_pid, which for CLONE_THREAD is a thread id, and needs
+ * tracefs. Raw rather than tp_btf: attaching a tp_btf program needs the
+ * kernel's BTF parsed in user space a second time (the loader already parses
+ * it once for the CO-RE relocations below), ~30 ms of CPU and ~18 MB at start.
+ * The task fields are read with CO-RE (bpf_probe_read_kernel at this
+ * kernel's offsets).
  */
-SEC("tp_btf/sched_process_fork")
+SEC("raw_tp/sched_process_fork")
 int BPF_PROG(hs_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 parent_tgid = parent->tgid;
-	__u32 child_pid = child->pid;
-	__u32 child_tgid = child->tgid;
+	__u32 parent_tgid = BPF_CORE_READ(parent, tgid);
+	__u32 child_pid = BPF_CORE_READ(child, pid);
+	__u32 child_tgid = BPF_CORE_READ(child, tgid);
 	__u8 one = 1;
 
 	/* A new thread joins its creator's group: nothing new to follow. */
@@ -214,7 +220,7 @@ int BPF_PROG(hs_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exec")
+SEC("raw_tp/sched_process_exec")
 int BPF_PROG(hs_exec, struct task_struct *task)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -227,11 +233,11 @@ int BPF_PROG(hs_exec, struct task_struct *task)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
+SEC("raw_tp/sched_process_exit")
 int BPF_PROG(hs_exit, struct task_struct *task)
 {
-	__u32 tgid = task->tgid;
-	__u32 tid = task->pid;
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 tid = BPF_CORE_READ(task, pid);
 
 	if (!is_traced(tgid))
 		return 0;
@@ -242,9 +248,38 @@ int BPF_PROG(hs_exit, struct task_struct *task)
 	 * threads. (Newer kernels pass group_dead as an argument; reading the
 	 * counter also works on the ones that do not.)
 	 */
-	if (task->signal->live.counter != 0)
+	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	bpf_map_delete_elem(&targets, &tgid);
 	emit_task_event(HS_KIND_EXIT, tgid, tid);
+	return 0;
+}
+
+/*
+ * Kernel symbol names, one address at a time, formatted by the kernel itself
+ * ("%pS": name+0xoffset/0xsize [module]). Never attached: the recorder runs
+ * it with BPF_PROG_TEST_RUN, passing the address as the first context word,
+ * so it never reads /proc/kallsyms (~120,000 lines formatted by the kernel and
+ * parsed by us, ~60 ms of CPU) to name the few dozen addresses a profile has.
+ * The section name only tells the loader the program type.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hs_ksym);
+} ksym_out SEC(".maps");
+
+SEC("raw_tp/hs_ksym")
+int hs_ksym(__u64 *ctx)
+{
+	__u32 zero = 0;
+	struct hs_ksym *out = bpf_map_lookup_elem(&ksym_out, &zero);
+	__u64 args[1];
+
+	if (!out)
+		return 0;
+	args[0] = ctx[0];
+	out->len = bpf_snprintf(out->name, sizeof(out->name), "%pS", args, sizeof(args));
 	return 0;
 }

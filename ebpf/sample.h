@@ -54,4 +54,17 @@ _Static_assert(sizeof(struct hs_header) == 48, "raw.rs expects a 48-byte header"
 #define HS_LOST_TASK_EVENTS 1 /* fork/exec/exit records lost, or children not followed */
 #define HS_LOST_NR 2
 
+/*
+ * What hs_ksym leaves in its one-entry `ksym_out` map: the "%pS" text of one
+ * kernel address, NUL-terminated, and bpf_snprintf's result (the length the
+ * full text needs, NUL included; more than HS_KSYM_LEN means truncated;
+ * negative is an error).
+ */
+#define HS_KSYM_LEN 512 /* KSYM_NAME_LEN on 6.1+, plus room for +off/size [mod] */
+
+struct hs_ksym {
+	__s64 len;
+	char name[HS_KSYM_LEN];
+};
+
 #endif /* HOTSPOT_SAMPLE_H */

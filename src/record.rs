@@ -203,9 +203,14 @@ pub fn record_with(
         flush_every: run.flush_every,
         ..RecordConfig::default()
     };
-    // The slow set-up (kernel symbols, symbol worker) happens before sampling starts, so
-    // the first events are drained at once.
+    // The set-up (symbol worker, kernel naming) happens before sampling starts, so the
+    // first events are drained at once.
     let mut recorder = Recorder::new(cfg)?;
+    match sampler.take_kernel_symbols() {
+        Some(bpf) => recorder.use_bpf_kernel_symbols(bpf),
+        // While still privileged: once privileges drop the file shows no addresses.
+        None => recorder.read_kallsyms_now(),
+    }
     for &pid in &targets {
         if child.as_ref().is_none_or(|c| c.pid() != pid) {
             recorder.track(pid);

@@ -1,7 +1,12 @@
-//! A snapshot of the kernel's symbols (`/proc/kallsyms`), to turn kernel addresses into
-//! symbol + offset at record time so no raw kernel address reaches the capture.
+//! Kernel symbol names for kernel frames, resolved at record time so no raw kernel
+//! address reaches the capture: from the kernel itself through BPF when it can
+//! ([`BpfKernelSymbols`]), otherwise from a snapshot of `/proc/kallsyms`, read only once
+//! a kernel frame needs a name.
 
-use std::path::Path;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::bpf::BpfKernelSymbols;
 
 /// A kernel text symbol, as returned by [`Kallsyms::resolve`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -10,6 +15,79 @@ pub struct KernelSymbol<'a> {
     pub name: &'a str,
     /// Kernel module name, `None` for the kernel image.
     pub module: Option<&'a str>,
+}
+
+/// The symbol an address falls in, and how far into it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelName {
+    pub name: String,
+    pub offset: u64,
+    /// Kernel module name, `None` for the kernel image.
+    pub module: Option<String>,
+}
+
+/// Where kernel frames get their names.
+#[derive(Debug)]
+pub struct KernelSymbols {
+    bpf: Option<BpfKernelSymbols>,
+    path: PathBuf,
+    /// `/proc/kallsyms`, read the first time it is needed: many recordings of user-space
+    /// work never need it, and with BPF naming none do.
+    table: Option<Kallsyms>,
+}
+
+impl KernelSymbols {
+    /// Names from the kallsyms file at `path`, read on first use.
+    pub fn from_file(path: impl Into<PathBuf>) -> Self {
+        KernelSymbols {
+            bpf: None,
+            path: path.into(),
+            table: None,
+        }
+    }
+
+    /// Names from the kernel itself, with the file as the fallback should that fail.
+    pub fn use_bpf(&mut self, bpf: BpfKernelSymbols) {
+        self.bpf = Some(bpf);
+    }
+
+    /// Reads the file now if it has not been read yet: for when it will be needed and
+    /// may not be readable later (it shows no addresses once privileges are dropped).
+    pub fn read_now(&mut self) -> &Kallsyms {
+        let path = &self.path;
+        self.table.get_or_insert_with(|| {
+            let table = Kallsyms::read(path).unwrap_or_default();
+            // Parsing leaves freed buffers behind; give them back.
+            // SAFETY: malloc_trim only returns free heap pages to the kernel.
+            unsafe { libc::malloc_trim(0) };
+            table
+        })
+    }
+
+    /// The symbol containing `addr`, or `None` when no source knows one.
+    pub fn resolve(&mut self, addr: u64) -> Option<KernelName> {
+        if let Some(bpf) = &self.bpf {
+            match bpf.resolve(addr) {
+                Ok(name) => return name,
+                // The program cannot run (it loaded, so this is unexpected): the file
+                // names the rest of the recording's frames.
+                Err(_) => self.bpf = None,
+            }
+        }
+        self.read_now()
+            .resolve(addr)
+            .map(|(sym, offset)| KernelName {
+                name: sym.name.to_owned(),
+                offset,
+                module: sym.module.map(str::to_owned),
+            })
+    }
+
+    /// Kernel frames needed names from `/proc/kallsyms` and it gave none (no privilege
+    /// to see addresses: kptr_restrict).
+    pub fn missing(&self) -> bool {
+        self.table.as_ref().is_some_and(Kallsyms::is_empty)
+    }
 }
 
 /// One entry, packed: the names live in one shared string (there are ~200,000 kernel
@@ -31,27 +109,37 @@ struct Builder {
 }
 
 impl Builder {
-    fn line(&mut self, line: &str) {
-        let mut it = line.split_ascii_whitespace();
-        let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
+    /// One line, `ADDR KIND NAME` or `ADDR KIND NAME\t[MODULE]`, as bytes: checking
+    /// each of ~120,000 lines for UTF-8 and splitting it into `&str`s was most of the
+    /// parse's cost, and only the kept names need checking.
+    fn line(&mut self, line: &[u8]) {
+        let mut fields = line
+            .split(|&b| b == b' ' || b == b'\t')
+            .filter(|f| !f.is_empty());
+        let (Some(addr), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next())
+        else {
             return;
         };
-        let Ok(addr) = u64::from_str_radix(addr, 16) else {
-            return;
-        };
-        if !matches!(kind, "t" | "T" | "w" | "W") || addr == 0 {
+        if !matches!(kind, b"t" | b"T" | b"w" | b"W") {
             return;
         }
+        let Some(addr) = parse_hex(addr).filter(|&a| a != 0) else {
+            return;
+        };
+        let Ok(name) = std::str::from_utf8(name) else {
+            return;
+        };
         let k = &mut self.k;
         let (Ok(name_start), Ok(name_len)) =
             (u32::try_from(k.names.len()), u16::try_from(name.len()))
         else {
             return;
         };
-        let module = match it
+        let module = match fields
             .next()
-            .and_then(|m| m.strip_prefix('['))
-            .and_then(|m| m.strip_suffix(']'))
+            .and_then(|m| m.strip_prefix(b"["))
+            .and_then(|m| m.strip_suffix(b"]"))
+            .and_then(|m| std::str::from_utf8(m).ok())
         {
             None => 0,
             Some(m) => match self.module_ids.get(m) {
@@ -95,23 +183,44 @@ impl Kallsyms {
     pub fn parse(text: &str) -> Self {
         let mut k = Builder::default();
         for line in text.lines() {
-            k.line(line);
+            k.line(line.as_bytes());
         }
         k.finish()
     }
 
-    /// Reads `/proc/kallsyms` line by line (the file is ~10 MB of text; holding it whole
-    /// would double the recorder's peak memory). Without privilege every address reads as
-    /// 0, which leaves the snapshot empty: report that instead of resolving everything to
-    /// one symbol.
+    /// Reads `/proc/kallsyms` a large block at a time, parsing the lines inside each
+    /// block (the file is ~5 MB of text; holding it whole would double the recorder's
+    /// peak memory, and a read per line costs a syscall and a copy each). Without
+    /// privilege every address reads as 0, which leaves the snapshot empty: report that
+    /// instead of resolving everything to one symbol.
     pub fn read(path: &Path) -> std::io::Result<Self> {
-        use std::io::BufRead;
-        let mut reader = std::io::BufReader::new(std::fs::File::open(path)?);
+        let mut file = std::fs::File::open(path)?;
         let mut k = Builder::default();
-        let mut line = String::new();
-        while reader.read_line(&mut line)? > 0 {
-            k.line(line.trim_end_matches('\n'));
-            line.clear();
+        let mut buf = vec![0u8; 256 << 10];
+        // Bytes of an unfinished line kept at the start of `buf`.
+        let mut kept = 0;
+        loop {
+            let n = match file.read(&mut buf[kept..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if n == 0 {
+                k.line(&buf[..kept]);
+                break;
+            }
+            let end = kept + n;
+            let mut start = 0;
+            while let Some(nl) = buf[start..end].iter().position(|&b| b == b'\n') {
+                k.line(&buf[start..start + nl]);
+                start += nl + 1;
+            }
+            buf.copy_within(start..end, 0);
+            kept = end - start;
+            if kept == buf.len() {
+                // A "line" as long as the buffer is not a symbol: skip it.
+                kept = 0;
+            }
         }
         Ok(k.finish())
     }
@@ -139,6 +248,17 @@ impl Kallsyms {
             addr - e.addr,
         ))
     }
+}
+
+/// A hex number of at most 16 digits, no prefix.
+fn parse_hex(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |acc, &d| {
+        let v = (d as char).to_digit(16)?;
+        Some(acc << 4 | u64::from(v))
+    })
 }
 
 #[cfg(test)]
@@ -170,5 +290,67 @@ ffffffffc0000000 t mod_fn\t[ext4]
     #[test]
     fn unprivileged_snapshot_is_empty() {
         assert!(Kallsyms::parse("0000000000000000 T a\n0000000000000000 t b\n").is_empty());
+    }
+
+    /// Enough lines to cross several of `read`'s blocks, so lines split between two
+    /// reads are put back together.
+    fn big_text() -> String {
+        let mut text = String::new();
+        for i in 0..20_000u64 {
+            let kind = if i % 7 == 0 { 'D' } else { 't' };
+            let module = if i % 5 == 0 { "\t[mod_a]" } else { "" };
+            text.push_str(&format!(
+                "{:016x} {kind} function_number_{i}{module}\n",
+                0xffffffff81000000u64 + i * 0x40
+            ));
+        }
+        text
+    }
+
+    #[test]
+    fn reading_in_blocks_matches_parsing_the_whole_text() {
+        let text = big_text();
+        assert!(text.len() > 3 * (256 << 10), "must span several blocks");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("kallsyms");
+        std::fs::write(&path, &text).expect("write");
+        let read = Kallsyms::read(&path).expect("read");
+        let parsed = Kallsyms::parse(&text);
+        assert_eq!(read.entries.len(), parsed.entries.len());
+        // The first symbol is data: nothing before it names the address.
+        assert_eq!(read.resolve(0xffffffff81000003), None);
+        for i in [1u64, 6, 7, 4095, 4096, 19_999] {
+            let addr = 0xffffffff81000000u64 + i * 0x40 + 3;
+            let (a, b) = (read.resolve(addr), parsed.resolve(addr));
+            assert_eq!(a, b, "address {addr:#x}");
+            let (sym, off) = a.expect("resolves");
+            // Data symbols (every 7th) are skipped: they fall to the text symbol before.
+            let owner = if i % 7 == 0 { i - 1 } else { i };
+            assert_eq!(sym.name, format!("function_number_{owner}"));
+            assert_eq!(off, 3 + (i - owner) * 0x40);
+            assert_eq!(sym.module, (owner % 5 == 0).then_some("mod_a"));
+        }
+    }
+
+    #[test]
+    fn the_file_is_read_only_when_a_name_is_needed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("kallsyms");
+        let mut k = KernelSymbols::from_file(&path);
+        // Nothing read yet, so nothing is missing, even though the file does not exist.
+        assert!(!k.missing());
+        std::fs::write(&path, TEXT).expect("write");
+        let name = k.resolve(0xffffffff81000304).expect("named");
+        assert_eq!((name.name.as_str(), name.offset), ("vfs_write", 4));
+        assert!(!k.missing());
+
+        let unprivileged = dir.path().join("zeros");
+        std::fs::write(&unprivileged, "0000000000000000 T a\n").expect("write");
+        let mut k = KernelSymbols::from_file(&unprivileged);
+        assert_eq!(k.resolve(0xffffffff81000304), None);
+        assert!(
+            k.missing(),
+            "names were needed and the file had no addresses"
+        );
     }
 }

@@ -10,7 +10,7 @@ use hotspot_format::{
 
 use crate::build_id;
 use crate::frame_table::FrameTable;
-use crate::kallsyms::Kallsyms;
+use crate::kallsyms::{KernelName, KernelSymbols};
 use crate::module_table::ModuleTable;
 use crate::proc_maps::{self, MappingKind};
 use crate::process_table::ProcessTable;
@@ -35,7 +35,7 @@ pub struct Normalizer {
     pub procs: ProcessTable,
     pub modules: ModuleTable,
     pub frames: FrameTable,
-    kallsyms: Kallsyms,
+    kallsyms: KernelSymbols,
     /// Kernel address → frame, so repeated kernel addresses skip the symbol lookup.
     kernel_cache: HashMap<u64, FrameId>,
     kernel_build_ids: HashMap<Option<String>, Vec<u8>>,
@@ -44,7 +44,7 @@ pub struct Normalizer {
 }
 
 impl Normalizer {
-    pub fn new(procs: ProcessTable, kallsyms: Kallsyms, sys_root: impl Into<PathBuf>) -> Self {
+    pub fn new(procs: ProcessTable, kallsyms: KernelSymbols, sys_root: impl Into<PathBuf>) -> Self {
         Normalizer {
             procs,
             modules: ModuleTable::default(),
@@ -206,10 +206,15 @@ impl Normalizer {
         if let Some(&f) = self.kernel_cache.get(&addr) {
             return Ok(f);
         }
-        let (name, offset, module) = match self.kallsyms.resolve(addr) {
-            Some((sym, off)) => (sym.name.to_string(), off, sym.module.map(str::to_string)),
-            None => ("[unknown kernel]".to_string(), 0, None),
-        };
+        let KernelName {
+            name,
+            offset,
+            module,
+        } = self.kallsyms.resolve(addr).unwrap_or_else(|| KernelName {
+            name: "[unknown kernel]".to_string(),
+            offset: 0,
+            module: None,
+        });
         let build_id = self.kernel_build_id(&module);
         let (kind, path) = match &module {
             None => (ModuleKind::Kernel, "[kernel.kallsyms]".to_string()),
@@ -252,8 +257,19 @@ impl Normalizer {
         id
     }
 
+    /// Kernel frames went unnamed for want of readable kernel symbols.
     pub fn kallsyms_empty(&self) -> bool {
-        self.kallsyms.is_empty()
+        self.kallsyms.missing()
+    }
+
+    /// Names kernel frames through the kernel itself rather than /proc/kallsyms.
+    pub fn use_bpf_kernel_symbols(&mut self, bpf: crate::bpf::BpfKernelSymbols) {
+        self.kallsyms.use_bpf(bpf);
+    }
+
+    /// Reads /proc/kallsyms now rather than at the first kernel frame.
+    pub fn read_kallsyms_now(&mut self) {
+        self.kallsyms.read_now();
     }
 }
 

@@ -11,7 +11,7 @@ use hotspot_format::{InlinedFn, Lost, ProcessExit, Record, Sample, SourceLoc, Sy
 
 use crate::bpf::{EventSource, RawEvent, RawSample};
 use crate::error::RecordError;
-use crate::kallsyms::Kallsyms;
+use crate::kallsyms::KernelSymbols;
 use crate::normalizer::Normalizer;
 use crate::process_table::ProcessTable;
 use crate::sink::Sink;
@@ -75,8 +75,8 @@ pub struct Summary {
     pub kallsyms_missing: bool,
 }
 
-/// Everything a recording needs that is slow to set up (the kernel symbol snapshot, the
-/// symbol worker): built before sampling starts, so the first events are handled at once
+/// Everything a recording needs that takes time to set up (the symbol worker, the kernel
+/// naming): built before sampling starts, so the first events are handled at once
 /// and a short-lived target's /proc entries are still there to read.
 #[derive(Debug)]
 pub struct Recorder {
@@ -89,10 +89,8 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(cfg: RecordConfig) -> Result<Self, RecordError> {
-        let kallsyms = Kallsyms::read(&cfg.proc_root.join("kallsyms")).unwrap_or_default();
-        // Parsing leaves freed buffers behind; give them back before recording starts.
-        // SAFETY: malloc_trim only returns free heap pages to the kernel.
-        unsafe { libc::malloc_trim(0) };
+        // Read only if a kernel frame needs it and BPF naming is not set up.
+        let kallsyms = KernelSymbols::from_file(cfg.proc_root.join("kallsyms"));
         let norm = Normalizer::new(ProcessTable::new(&cfg.proc_root), kallsyms, &cfg.sys_root);
         let worker = SymbolWorker::start(cfg.debug_dirs.clone(), cfg.proc_root.clone()).map_err(
             |source| RecordError::Io {
@@ -106,6 +104,18 @@ impl Recorder {
             worker,
             pending: Vec::new(),
         })
+    }
+
+    /// Names kernel frames through the kernel itself (see
+    /// [`BpfKernelSymbols`](crate::bpf::BpfKernelSymbols)) instead of /proc/kallsyms.
+    pub fn use_bpf_kernel_symbols(&mut self, bpf: crate::bpf::BpfKernelSymbols) {
+        self.norm.use_bpf_kernel_symbols(bpf);
+    }
+
+    /// Reads /proc/kallsyms now (it is otherwise read at the first kernel frame): for
+    /// when kernel frames will be named from it and privileges are about to be dropped.
+    pub fn read_kallsyms_now(&mut self) {
+        self.norm.read_kallsyms_now();
     }
 
     /// Reads a target's /proc entries now (call right after a command's exec): a

@@ -270,6 +270,57 @@ fn syscall_heavy_target_has_kernel_stacks() -> Result<()> {
     Ok(())
 }
 
+#[test]
+fn kernel_names_from_bpf_match_kallsyms() -> Result<()> {
+    let _serial = serial();
+    let mut sampler = sampler(opts())?;
+    let bpf = sampler
+        .take_kernel_symbols()
+        .context("this kernel cannot name addresses through hs_ksym")?;
+    ensure!(sampler.take_kernel_symbols().is_none(), "taken twice");
+    let child = Command::new("dd")
+        .args(["if=/dev/zero", "of=/dev/null", "bs=1", "count=100000000"])
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    sampler.add_target(child.id())?;
+    let events = collect(&mut sampler, Duration::from_secs(1))?;
+    finish(child)?;
+
+    let mut addrs: Vec<u64> = samples(&events)
+        .iter()
+        .flat_map(|s| s.kernel.iter().copied())
+        .collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    ensure!(addrs.len() >= 5, "only {} kernel addresses", addrs.len());
+    let table = hotspot_recorder::kallsyms::Kallsyms::read(Path::new("/proc/kallsyms"))?;
+    ensure!(!table.is_empty(), "/proc/kallsyms shows no addresses to root");
+    let mut names = Vec::new();
+    for &addr in &addrs {
+        let named = bpf
+            .resolve(addr)?
+            .with_context(|| format!("no name for sampled address {addr:#x}"))?;
+        let (sym, offset) = table
+            .resolve(addr)
+            .with_context(|| format!("kallsyms has no symbol at {addr:#x}"))?;
+        // Aliases share an address, and either name is right: the symbol's start is what
+        // must agree.
+        ensure!(
+            addr - named.offset == sym.addr && named.offset == offset,
+            "{addr:#x}: BPF says {}+{:#x}, kallsyms {}+{offset:#x}",
+            named.name,
+            named.offset,
+            sym.name
+        );
+        names.push(named.name);
+    }
+    ensure!(
+        names.iter().any(|n| n.contains("write")),
+        "no write-path function among {names:?}"
+    );
+    Ok(())
+}
+
 fn run_fork_target(follow_children: bool) -> Result<(u32, u32, Vec<RawEvent>, BpfSampler)> {
     let mut sampler = sampler(SamplerOptions {
         follow_children,

@@ -2,9 +2,11 @@
 
 mod caps;
 mod error;
+mod ksym;
 pub mod raw;
 mod sampler;
 
 pub use error::BpfError;
+pub use ksym::BpfKernelSymbols;
 pub use raw::{RawError, RawEvent, RawSample, parse_event};
 pub use sampler::{BpfSampler, EventSource, SamplerOptions, ring_bytes_for};

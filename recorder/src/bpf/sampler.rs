@@ -8,19 +8,22 @@ use aya::maps::{HashMap, MapData, MapError, PerCpuArray, RingBuf};
 use aya::programs::perf_event::{
     PerfEventConfig, PerfEventLinkId, PerfEventScope, SamplePolicy, SoftwareEvent,
 };
-use aya::programs::tp_btf::BtfTracePointLinkId;
-use aya::programs::{BtfTracePoint, PerfEvent, ProgramError};
-use aya::{Btf, Ebpf, EbpfError, EbpfLoader};
+use aya::programs::raw_trace_point::RawTracePointLinkId;
+use aya::programs::{PerfEvent, ProgramError, RawTracePoint};
+use aya::{Ebpf, EbpfError, EbpfLoader};
 
 use super::caps;
 use super::error::{BpfError, chain, kernel_release};
+use super::ksym::BpfKernelSymbols;
 use super::raw::{HEADER_SIZE, RawEvent, parse_event};
 
 /// Built by `tools/build-bpf`; committed so that building the recorder needs no clang.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../ebpf/hotspot.bpf.o");
 
 const SAMPLE_PROGRAM: &str = "hs_sample";
-/// (program, kernel tracepoint) pairs, all `tp_btf`.
+/// Names kernel addresses; run on demand, never attached (see [`BpfKernelSymbols`]).
+const KSYM_PROGRAM: &str = "hs_ksym";
+/// (program, kernel tracepoint) pairs, all raw tracepoints.
 const TASK_PROGRAMS: [(&str, &str); 3] = [
     ("hs_fork", "sched_process_fork"),
     ("hs_exec", "sched_process_exec"),
@@ -101,6 +104,8 @@ pub struct BpfSampler {
     /// Bounds one drain so a producer faster than us cannot keep `poll` from returning.
     max_drain: usize,
     started: bool,
+    /// Until taken by the recorder; `None` where the kernel cannot run `hs_ksym`.
+    kernel_symbols: Option<BpfKernelSymbols>,
     /// The perf_event links, one per CPU, while sampling.
     cpu_links: Vec<PerfEventLinkId>,
     malformed: u64,
@@ -123,8 +128,8 @@ impl BpfSampler {
         caps::check()?;
         raise_memlock_limit();
 
-        // The fork/exec/exit programs are tp_btf and read task_struct through
-        // CO-RE: both need the kernel's BTF.
+        // The fork/exec/exit programs read task_struct through CO-RE: the loader
+        // relocates them with the kernel's BTF.
         let no_btf = || BpfError::Unsupported {
             kernel: kernel_release(),
             feature: "BTF type information (/sys/kernel/btf/vmlinux)",
@@ -136,9 +141,9 @@ impl BpfSampler {
 
         let all_processes = u8::from(opts.all_processes);
         let follow_children = u8::from(opts.follow_children);
-        // The loader parses the kernel's BTF itself (~9 MB) and frees it when done; the
-        // copy the tracepoint programs need is parsed only after that, and dropped at the
-        // end of this function, so the recorder never holds two, nor keeps one.
+        // The loader parses the kernel's BTF itself (~30 ms of CPU, ~18 MB while it
+        // lasts) and frees it when done. That is the only parse: the task programs are
+        // raw tracepoints, which attach by name, not by BTF id as tp_btf ones would.
         let mut ebpf = EbpfLoader::new()
             .override_global("all_processes", &all_processes, true)
             .override_global("follow_children", &follow_children, true)
@@ -148,10 +153,12 @@ impl BpfSampler {
             .map_err(load_error)?;
 
         load_perf_program(&mut ebpf)?;
-        let btf = Btf::from_sys_fs().map_err(|_| no_btf())?;
-        for (program, tracepoint) in TASK_PROGRAMS {
-            load_tracepoint_program(&mut ebpf, &btf, program, tracepoint)?;
+        for (program, _) in TASK_PROGRAMS {
+            load_tracepoint_program(&mut ebpf, program)?;
         }
+        // Optional: without it (bpf_snprintf needs 5.13) kernel frames are named from
+        // /proc/kallsyms instead.
+        let kernel_symbols = load_kernel_symbols(&mut ebpf);
 
         let events = RingBuf::try_from(take_map(&mut ebpf, "events")?)
             .map_err(|e| map_error("events", "open", &e))?;
@@ -170,6 +177,7 @@ impl BpfSampler {
             freq_hz: opts.freq_hz,
             max_drain: opts.ring_bytes as usize / HEADER_SIZE,
             started: false,
+            kernel_symbols,
             cpu_links: Vec::new(),
             malformed: 0,
         })
@@ -207,13 +215,13 @@ impl BpfSampler {
 
     fn attach_all(
         &mut self,
-        tracepoint_links: &mut Vec<(&'static str, BtfTracePointLinkId)>,
+        tracepoint_links: &mut Vec<(&'static str, RawTracePointLinkId)>,
         cpu_links: &mut Vec<PerfEventLinkId>,
     ) -> Result<(), BpfError> {
         // Tracepoints first: a fork or exit during the CPU loop below must not be missed.
         for (program, tracepoint) in TASK_PROGRAMS {
             let link = tracepoint_program(&mut self.ebpf, program)?
-                .attach()
+                .attach(tracepoint)
                 .map_err(|e| BpfError::AttachTracepoint {
                     program,
                     tracepoint,
@@ -256,6 +264,12 @@ impl BpfSampler {
             .keys()
             .collect::<Result<Vec<u32>, MapError>>()
             .map_err(|e| map_error("targets", "list", &e))
+    }
+
+    /// Names kernel addresses through the kernel itself, for the recorder to keep (it
+    /// holds its own descriptors). `None` once taken, or where the kernel cannot do it.
+    pub fn take_kernel_symbols(&mut self) -> Option<BpfKernelSymbols> {
+        self.kernel_symbols.take()
     }
 
     /// Ring-buffer records that did not decode (a BPF object out of step with `raw.rs`).
@@ -449,7 +463,7 @@ fn perf_program(ebpf: &mut Ebpf) -> Result<&mut PerfEvent, BpfError> {
 fn tracepoint_program<'a>(
     ebpf: &'a mut Ebpf,
     program: &'static str,
-) -> Result<&'a mut BtfTracePoint, BpfError> {
+) -> Result<&'a mut RawTracePoint, BpfError> {
     ebpf.program_mut(program)
         .ok_or_else(|| missing_program(program))?
         .try_into()
@@ -465,15 +479,18 @@ fn load_perf_program(ebpf: &mut Ebpf) -> Result<(), BpfError> {
         .map_err(|e| program_error(SAMPLE_PROGRAM, e, "perf_event BPF programs", "4.9"))
 }
 
-fn load_tracepoint_program(
-    ebpf: &mut Ebpf,
-    btf: &Btf,
-    program: &'static str,
-    tracepoint: &str,
-) -> Result<(), BpfError> {
+fn load_tracepoint_program(ebpf: &mut Ebpf, program: &'static str) -> Result<(), BpfError> {
     tracepoint_program(ebpf, program)?
-        .load(tracepoint, btf)
-        .map_err(|e| program_error(program, e, "BTF tracepoint programs (tp_btf)", "5.5"))
+        .load()
+        .map_err(|e| program_error(program, e, "raw tracepoint BPF programs", "4.17"))
+}
+
+/// Loads `hs_ksym` and takes its output map; `None` if the kernel refuses either.
+fn load_kernel_symbols(ebpf: &mut Ebpf) -> Option<BpfKernelSymbols> {
+    let prog = tracepoint_program(ebpf, KSYM_PROGRAM).ok()?;
+    prog.load().ok()?;
+    let fd = prog.fd().ok()?.try_clone().ok()?;
+    BpfKernelSymbols::new(fd, ebpf.take_map("ksym_out")?).ok()
 }
 
 fn missing_program(program: &'static str) -> BpfError {
