@@ -143,6 +143,7 @@ pub fn decode_records(raw: &[u8]) -> Result<Decoded, CorruptReason> {
     // records of distinct unknown kinds.
     let mut unknown: BTreeMap<u32, u32> = BTreeMap::new();
     let mut unknown_order: Vec<u32> = Vec::new();
+    let mut records = 0usize;
     while pos < raw.len() {
         let at = pos as u64;
         let framing = |kind| CorruptReason::Record {
@@ -159,23 +160,24 @@ pub fn decode_records(raw: &[u8]) -> Result<Decoded, CorruptReason> {
             .ok_or_else(|| framing(kind))?;
         let bytes = &raw[pos..end];
         pos = end;
+        // Every record counts, known or not: a payload of millions of empty records of an
+        // unknown kind (a few KiB compressed) must not cost seconds to skip.
+        records += 1;
+        if records > MAX_BLOCK_RECORDS {
+            return Err(CorruptReason::Record {
+                kind,
+                at,
+                what: RecordError::Limit {
+                    what: "records in a block",
+                    value: records as u64,
+                    max: MAX_BLOCK_RECORDS as u64,
+                },
+            });
+        }
         let decoded = decode_body(kind, bytes, &mut sample_budget)
             .map_err(|what| CorruptReason::Record { kind, at, what })?;
         match decoded {
-            Some(record) => {
-                if out.records.len() >= MAX_BLOCK_RECORDS {
-                    return Err(CorruptReason::Record {
-                        kind,
-                        at,
-                        what: RecordError::Limit {
-                            what: "records in a block",
-                            value: out.records.len() as u64 + 1,
-                            max: MAX_BLOCK_RECORDS as u64,
-                        },
-                    });
-                }
-                out.records.push(record);
-            }
+            Some(record) => out.records.push(record),
             None => {
                 if let Some(n) = unknown.get_mut(&kind) {
                     *n = n.saturating_add(1);

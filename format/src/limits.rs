@@ -17,8 +17,9 @@ pub const MAX_BATCH_SAMPLES: u32 = 1_000_000;
 /// Most samples in one block, over all its `Samples` records: bounds what one block can
 /// make a reader allocate (24 bytes a sample).
 pub const MAX_BLOCK_SAMPLES: u64 = 1_000_000;
-/// Most records in one block: bounds the decoded `Vec<Record>` a tiny, highly compressible
-/// block could otherwise inflate to.
+/// Most records in one block, of known and unknown kinds alike: bounds the decoded
+/// `Vec<Record>` a tiny, highly compressible block could otherwise inflate to, and the
+/// time spent skipping records of unknown kinds.
 pub const MAX_BLOCK_RECORDS: usize = 262_144;
 /// Most distinct unknown record kinds in one block (a newer minor version adds a handful).
 pub const MAX_UNKNOWN_KINDS: usize = 1024;

@@ -68,7 +68,7 @@ fn synthetic(samples: usize) -> Capture {
     for f in 0..functions {
         let sid = 1 + f;
         c.strings
-            .insert(sid, format!("app::module_{}::function_{f}", f % 17));
+            .insert(sid, format!("app::module_{}::function_{f}", f % 17).into());
         let module = match f % 10 {
             0 => 1,
             1 => 2,
@@ -232,7 +232,7 @@ fn write_file(c: &Capture, path: &std::path::Path) {
     for (&id, text) in strings {
         w.push(Record::String {
             id,
-            text: text.clone(),
+            text: text.to_string(),
         })
         .expect("push");
     }

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hotspot_format::{
     End, Event, Frame, FrameId, Module, ModuleId, Process, Reader, Record, Sample, SessionHeader,
@@ -42,7 +43,9 @@ pub struct Capture {
     pub file_size: u64,
     pub version: (u16, u16),
     pub session: Option<SessionHeader>,
-    pub strings: HashMap<StringId, String>,
+    /// Interned strings, shared: every name built from one (see [`crate::names`]) points
+    /// at the same text rather than copying it.
+    pub strings: HashMap<StringId, Arc<str>>,
     pub processes: BTreeMap<u32, Process>,
     pub exits: BTreeMap<u32, u64>,
     pub threads: BTreeMap<u32, ThreadInfo>,
@@ -62,6 +65,8 @@ pub struct Capture {
     pub unknown_kinds: BTreeMap<u32, u64>,
     /// Records per kind (for `info`'s breakdown): kind → count.
     pub record_counts: BTreeMap<u32, u64>,
+    /// Short names of the modules (file names of their paths), shared like `strings`.
+    module_names: HashMap<ModuleId, Arc<str>>,
     /// Reverse of `strings`, built on demand by [`Capture::intern`].
     string_ids: HashMap<String, StringId>,
     strings_indexed: usize,
@@ -138,7 +143,7 @@ impl Capture {
                 self.session.get_or_insert(s);
             }
             Record::String { id, text } => {
-                self.strings.entry(id).or_insert(text);
+                self.strings.entry(id).or_insert_with(|| text.into());
             }
             Record::Process(p) => {
                 // A later record for the same pid is an exec: it replaces the earlier one.
@@ -158,6 +163,9 @@ impl Capture {
                 }
             }
             Record::Module(m) => {
+                self.module_names
+                    .entry(m.id)
+                    .or_insert_with(|| crate::names::short_module(&m.path).into());
                 self.modules.entry(m.id).or_insert(m);
             }
             Record::Frame(f) => {
@@ -188,11 +196,11 @@ impl Capture {
     pub fn intern(&mut self, text: &str) -> StringId {
         if self.strings_indexed != self.strings.len() {
             // First one wins for duplicate texts, as for every other definition.
-            let mut ids: Vec<(&StringId, &String)> = self.strings.iter().collect();
+            let mut ids: Vec<(&StringId, &Arc<str>)> = self.strings.iter().collect();
             ids.sort_unstable();
             self.string_ids = HashMap::new();
             for (id, s) in ids {
-                self.string_ids.entry(s.clone()).or_insert(*id);
+                self.string_ids.entry(s.to_string()).or_insert(*id);
             }
             self.strings_indexed = self.strings.len();
         }
@@ -200,13 +208,31 @@ impl Capture {
             return id;
         }
         let id = self.strings.keys().max().map_or(0, |m| m.saturating_add(1));
-        self.strings.insert(id, text.to_string());
+        self.strings.insert(id, text.into());
         self.string_ids.insert(text.to_string(), id);
         self.strings_indexed += 1;
         id
     }
 
     pub fn string(&self, id: StringId) -> Option<&str> {
-        self.strings.get(&id).map(String::as_str)
+        self.strings.get(&id).map(|s| &**s)
+    }
+
+    /// The string `id`, shared.
+    pub fn shared_string(&self, id: StringId) -> Option<Arc<str>> {
+        self.strings.get(&id).cloned()
+    }
+
+    /// The short name of module `id` (the file name of its path), shared; `None` when the
+    /// capture does not define it.
+    pub fn module_name(&self, id: ModuleId) -> Option<Arc<str>> {
+        match self.module_names.get(&id) {
+            Some(n) => Some(n.clone()),
+            // Defined by hand rather than read (tests, benches).
+            None => self
+                .modules
+                .get(&id)
+                .map(|m| crate::names::short_module(&m.path).into()),
+        }
     }
 }

@@ -1,19 +1,20 @@
 //! The flat profile: one row per function with self and total (inclusive) samples.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::profile::Folded;
 
 /// Identity of a function across frames: name and the module it lives in.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FunctionKey {
-    pub function: String,
-    pub module: String,
+    pub function: Arc<str>,
+    pub module: Arc<str>,
     pub kernel: bool,
 }
 
 /// Per source line of a function: (self, total) samples.
-type LineCounts = BTreeMap<(String, u32), (u64, u64)>;
+type LineCounts = BTreeMap<(Arc<str>, u32), (u64, u64)>;
 
 /// One row of the flat profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +23,7 @@ pub struct FlatRow {
     pub self_samples: u64,
     pub total_samples: u64,
     /// The source line with the most self samples (else total), if known.
-    pub hottest: Option<(String, u32)>,
+    pub hottest: Option<(Arc<str>, u32)>,
 }
 
 /// Rows sorted by self samples, then total, then name (deterministic).

@@ -186,7 +186,7 @@ pub fn coverage(f: &Facts) -> Coverage {
         };
         scratch.clear();
         names::expand(c, leaf, &mut scratch);
-        let named = scratch.first().is_some_and(|n| n.function != UNKNOWN);
+        let named = scratch.first().is_some_and(|n| &*n.function != UNKNOWN);
         let e = per_module.entry(frame.module).or_default();
         e.0 += n;
         if named {
@@ -200,7 +200,7 @@ pub fn coverage(f: &Facts) -> Coverage {
         names::expand(c, *id, &mut scratch);
         let e = frames.entry(frame.module).or_default();
         e.0 += 1;
-        if scratch.first().is_some_and(|n| n.function != UNKNOWN) {
+        if scratch.first().is_some_and(|n| &*n.function != UNKNOWN) {
             e.1 += 1;
         }
     }

@@ -2,15 +2,19 @@
 
 use hotspot_format::{FrameAddr, FrameId, ModuleKind, SourceLoc};
 
+use std::sync::Arc;
+
 use crate::capture::Capture;
 
 /// One logical frame: a function (possibly inlined into its caller) at a source line.
+/// The texts are shared with the capture's strings: a stack of a thousand frames named
+/// by 64 KiB strings costs a thousand pointers, not 64 MiB.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FrameName {
-    pub function: String,
+    pub function: Arc<str>,
     /// Short module name (file name of the path, or `[kernel]`).
-    pub module: String,
-    pub file: Option<String>,
+    pub module: Arc<str>,
+    pub file: Option<Arc<str>>,
     pub line: u32,
     pub kernel: bool,
 }
@@ -18,28 +22,53 @@ pub struct FrameName {
 /// Text used where no name is recoverable.
 pub const UNKNOWN: &str = "??";
 
+/// Most inlined functions named per frame (the innermost ones are kept). Compilers inline
+/// a few dozen levels at most; a capture claiming more is damaged or crafted.
+pub const MAX_INLINED: usize = 64;
+
+/// Most logical frames named per stack (inlined functions included); the frames nearest
+/// the leaf are kept. A stack holds at most 1024 physical frames (SPEC.md §8).
+pub const MAX_LOGICAL_FRAMES: usize = 4096;
+
+fn shared(text: &'static str) -> Arc<str> {
+    thread_local! {
+        static TEXTS: std::cell::RefCell<Vec<(&'static str, Arc<str>)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    TEXTS.with(|t| {
+        let mut t = t.borrow_mut();
+        if let Some((_, a)) = t.iter().find(|(s, _)| *s == text) {
+            return a.clone();
+        }
+        let a: Arc<str> = text.into();
+        t.push((text, a.clone()));
+        a
+    })
+}
+
 /// The logical frames of a physical frame, innermost (leaf-most) first: inlined
-/// functions come before the function they were inlined into.
+/// functions come before the function they were inlined into. At most
+/// [`MAX_INLINED`] + 1 are added.
 pub fn expand(capture: &Capture, frame: FrameId, out: &mut Vec<FrameName>) {
     let Some(f) = capture.frames.get(&frame) else {
-        out.push(unknown("[unknown frame]".into(), false));
+        out.push(unknown(shared("[unknown frame]"), false));
         return;
     };
     let module = capture.modules.get(&f.module);
     let kind = module.map_or(ModuleKind::Jit, |m| m.kind);
     let kernel = kind.is_kernel();
-    let module_name = match (kind, module) {
-        (ModuleKind::Kernel, _) => "[kernel]".to_string(),
-        (_, Some(m)) => short_module(&m.path),
-        (_, None) => "[unknown]".to_string(),
+    let module_name = match kind {
+        ModuleKind::Kernel => shared("[kernel]"),
+        _ => capture
+            .module_name(f.module)
+            .unwrap_or_else(|| shared("[unknown]")),
     };
+    let name = |id| capture.shared_string(id).unwrap_or_else(|| shared(UNKNOWN));
     let Some(sym) = capture.symbols.get(&frame) else {
         // A kernel frame carries its symbol in the frame itself.
         let function = match &f.addr {
-            FrameAddr::KernelSymbol { symbol, .. } => {
-                capture.string(*symbol).unwrap_or(UNKNOWN).to_string()
-            }
-            FrameAddr::FileOffset(_) => UNKNOWN.to_string(),
+            FrameAddr::KernelSymbol { symbol, .. } => name(*symbol),
+            FrameAddr::FileOffset(_) => shared(UNKNOWN),
         };
         out.push(FrameName {
             function,
@@ -52,10 +81,10 @@ pub fn expand(capture: &Capture, frame: FrameId, out: &mut Vec<FrameName>) {
     };
     // Each entry's location is inside its own function (blazesym's convention): the
     // innermost inlined function holds the address, each outer one the call site.
-    for inl in sym.inlined.iter().rev() {
+    for inl in sym.inlined.iter().rev().take(MAX_INLINED) {
         let (file, line) = loc(capture, &inl.loc);
         out.push(FrameName {
-            function: capture.string(inl.function).unwrap_or(UNKNOWN).to_string(),
+            function: name(inl.function),
             module: module_name.clone(),
             file,
             line,
@@ -64,7 +93,7 @@ pub fn expand(capture: &Capture, frame: FrameId, out: &mut Vec<FrameName>) {
     }
     let (file, line) = loc(capture, &sym.loc);
     out.push(FrameName {
-        function: capture.string(sym.function).unwrap_or(UNKNOWN).to_string(),
+        function: name(sym.function),
         module: module_name,
         file,
         line,
@@ -72,16 +101,13 @@ pub fn expand(capture: &Capture, frame: FrameId, out: &mut Vec<FrameName>) {
     });
 }
 
-fn loc(capture: &Capture, l: &SourceLoc) -> (Option<String>, u32) {
-    (
-        l.file.and_then(|f| capture.string(f)).map(str::to_string),
-        l.line,
-    )
+fn loc(capture: &Capture, l: &SourceLoc) -> (Option<Arc<str>>, u32) {
+    (l.file.and_then(|f| capture.shared_string(f)), l.line)
 }
 
-fn unknown(module: String, kernel: bool) -> FrameName {
+fn unknown(module: Arc<str>, kernel: bool) -> FrameName {
     FrameName {
-        function: UNKNOWN.to_string(),
+        function: shared(UNKNOWN),
         module,
         file: None,
         line: 0,

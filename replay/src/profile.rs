@@ -43,8 +43,13 @@ impl StackNames {
                 let frames = capture.stacks.get(&id)?;
                 let mut out = Vec::with_capacity(frames.len());
                 for &f in frames {
+                    if out.len() >= names::MAX_LOGICAL_FRAMES {
+                        break;
+                    }
                     names::expand(capture, f, &mut out);
                 }
+                // Leaf first so far: what is cut is nearest the root.
+                out.truncate(names::MAX_LOGICAL_FRAMES);
                 out.reverse();
                 Some(out)
             })

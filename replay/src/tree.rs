@@ -2,6 +2,7 @@
 //! callers/callees view and the JSON report's tree are drawn from.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::flat::FunctionKey;
 use crate::names::FrameName;
@@ -24,7 +25,7 @@ pub struct Node {
     pub self_samples: u64,
     /// Deepest source location seen for this node, with its sample count, as
     /// (file, line) → samples; the hottest is what a view shows.
-    pub lines: Vec<((String, u32), u64)>,
+    pub lines: Vec<((Arc<str>, u32), u64)>,
 }
 
 /// A call tree over a set of folded stacks.
@@ -45,7 +46,7 @@ impl CallTree {
             lines: Vec::new(),
         }];
         let mut index: HashMap<(NodeId, FunctionKey), NodeId> = HashMap::new();
-        let mut lines: HashMap<NodeId, HashMap<(String, u32), u64>> = HashMap::new();
+        let mut lines: HashMap<NodeId, HashMap<(Arc<str>, u32), u64>> = HashMap::new();
         for (stack, &n) in &folded.stacks {
             nodes[0].total += n;
             let mut at = 0;
@@ -179,7 +180,7 @@ pub fn neighbours(folded: &Folded, target: &FunctionKey) -> Neighbours {
             *callers
                 .entry(FunctionKey {
                     function: "[root]".into(),
-                    module: String::new(),
+                    module: "".into(),
                     kernel: false,
                 })
                 .or_default() += n;
@@ -263,17 +264,9 @@ mod tests {
         let n = neighbours(&f, &k);
         assert_eq!(n.total, 6);
         assert_eq!(n.self_samples, 2);
-        let callers: Vec<_> = n
-            .callers
-            .iter()
-            .map(|(k, c)| (k.function.as_str(), *c))
-            .collect();
+        let callers: Vec<_> = n.callers.iter().map(|(k, c)| (&*k.function, *c)).collect();
         assert_eq!(callers, vec![("main", 4), ("x", 2)]);
-        let callees: Vec<_> = n
-            .callees
-            .iter()
-            .map(|(k, c)| (k.function.as_str(), *c))
-            .collect();
+        let callees: Vec<_> = n.callees.iter().map(|(k, c)| (&*k.function, *c)).collect();
         assert_eq!(callees, vec![("leaf", 4)]);
     }
 }

@@ -25,7 +25,7 @@ fn the_shift_has_the_right_sign_and_size() {
     let find = |f: &str| {
         d.changes
             .iter()
-            .find(|c| c.key.function == f)
+            .find(|c| &*c.key.function == f)
             .unwrap_or_else(|| panic!("{f} missing"))
     };
     // 70% → 30%: about −40 points of self share; leaves carry nearly all the time.
@@ -48,10 +48,7 @@ fn the_shift_has_the_right_sign_and_size() {
         );
     }
     // Sorted by the size of the change: the two leaves lead.
-    let first: Vec<&str> = d.changes[..2]
-        .iter()
-        .map(|c| c.key.function.as_str())
-        .collect();
+    let first: Vec<&str> = d.changes[..2].iter().map(|c| &*c.key.function).collect();
     assert!(
         first.contains(&"hot_leaf") && first.contains(&"cold_leaf"),
         "{first:?}"
@@ -63,7 +60,7 @@ fn the_shift_has_the_right_sign_and_size() {
     assert_eq!(
         d.changes
             .iter()
-            .filter(|c| c.key.function == "hot_leaf")
+            .filter(|c| &*c.key.function == "hot_leaf")
             .count(),
         1
     );

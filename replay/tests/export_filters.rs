@@ -28,11 +28,11 @@ fn phase_functions(sel: &Selection) -> (Vec<String>, Vec<String>, u64) {
     let top: Vec<String> = rows
         .iter()
         .take(1)
-        .map(|r| r.key.function.clone())
+        .map(|r| r.key.function.to_string())
         .collect();
     let all: Vec<String> = rows
         .iter()
-        .map(|r| r.key.function.clone())
+        .map(|r| r.key.function.to_string())
         .filter(|f| {
             f.starts_with('p')
                 && (f.contains("_leaf") || f.contains("_work") || f.starts_with("phase_"))

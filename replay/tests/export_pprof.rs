@@ -77,11 +77,11 @@ fn go_tool_pprof_agrees_with_the_report() {
             // pprof merges functions by name; compare the names that are unique here.
             let mut count: BTreeMap<&str, usize> = BTreeMap::new();
             for r in &rows {
-                *count.entry(r.key.function.as_str()).or_default() += 1;
+                *count.entry(&*r.key.function).or_default() += 1;
             }
             let mut compared = 0;
-            for r in rows.iter().filter(|r| count[r.key.function.as_str()] == 1) {
-                let got = pprof_rows.get(&r.key.function).copied();
+            for r in rows.iter().filter(|r| count[&*r.key.function] == 1) {
+                let got = pprof_rows.get(&*r.key.function).copied();
                 assert_eq!(
                     got,
                     Some((r.self_samples, r.total_samples)),
@@ -92,11 +92,7 @@ fn go_tool_pprof_agrees_with_the_report() {
             }
             assert!(compared >= 8, "{name}: compared only {compared} functions");
             // The top functions by self samples, in order, are the same.
-            let ours: Vec<&str> = rows
-                .iter()
-                .take(3)
-                .map(|r| r.key.function.as_str())
-                .collect();
+            let ours: Vec<&str> = rows.iter().take(3).map(|r| &*r.key.function).collect();
             let mut theirs: Vec<(&String, &(u64, u64))> = pprof_rows.iter().collect();
             theirs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
             let theirs: Vec<&str> = theirs.iter().take(3).map(|(n, _)| n.as_str()).collect();

@@ -38,7 +38,7 @@ fn press(s: &mut State, keys: &[Key]) -> Action {
 }
 
 fn cursor_function(s: &State) -> String {
-    s.flat_rows()[s.flat.pos.cursor].key.function.clone()
+    s.flat_rows()[s.flat.pos.cursor].key.function.to_string()
 }
 
 #[test]
@@ -84,15 +84,15 @@ fn moving_and_opening_callers() {
     press(&mut s, &[Key::Enter]);
     assert_eq!(s.view, View::Callers);
     assert_eq!(
-        s.callers.target.as_ref().map(|k| k.function.clone()),
+        s.callers.target.as_ref().map(|k| k.function.to_string()),
         Some(f)
     );
     // The leaf's caller is its work function; opening it walks on, back walks back.
-    let caller = s.callers_row(0).map(|(k, _)| k.function.clone());
+    let caller = s.callers_row(0).map(|(k, _)| k.function.to_string());
     assert_eq!(caller.as_deref().map(|c| c.ends_with("_work")), Some(true));
     press(&mut s, &[Key::Char('l')]);
     assert_eq!(
-        s.callers.target.as_ref().map(|k| k.function.clone()),
+        s.callers.target.as_ref().map(|k| k.function.to_string()),
         caller
     );
     press(&mut s, &[Key::Char('h'), Key::Left]);
@@ -114,7 +114,7 @@ fn filter_and_sort() {
     let names: Vec<String> = s
         .flat_rows()
         .iter()
-        .map(|r| r.key.function.clone())
+        .map(|r| r.key.function.to_string())
         .collect();
     assert_eq!(names, ["p3_leaf", "p3_work"]);
     press(&mut s, &[Key::Char('/'), Key::Esc]);
@@ -131,7 +131,12 @@ fn filter_and_sort() {
 fn flame_walk_zoom_and_back_out() {
     let mut s = state("phased");
     press(&mut s, &[Key::Char('f'), Key::Down, Key::Down, Key::Down]);
-    let path: Vec<String> = s.flame.cursor.iter().map(|k| k.function.clone()).collect();
+    let path: Vec<String> = s
+        .flame
+        .cursor
+        .iter()
+        .map(|k| k.function.to_string())
+        .collect();
     assert_eq!(
         path.last().map(String::as_str),
         Some("phase_two"),
@@ -139,21 +144,15 @@ fn flame_walk_zoom_and_back_out() {
     );
     press(&mut s, &[Key::Right]);
     assert_eq!(
-        s.flame.cursor.last().map(|k| k.function.as_str()),
+        s.flame.cursor.last().map(|k| &*k.function),
         Some("phase_one")
     );
     press(&mut s, &[Key::Left, Key::Enter]);
     assert_eq!(s.flame.zoom.len(), 1);
     press(&mut s, &[Key::Down, Key::Down]);
-    assert_eq!(
-        s.flame.cursor.last().map(|k| k.function.as_str()),
-        Some("p2_leaf")
-    );
+    assert_eq!(s.flame.cursor.last().map(|k| &*k.function), Some("p2_leaf"));
     press(&mut s, &[Key::Up]);
-    assert_eq!(
-        s.flame.cursor.last().map(|k| k.function.as_str()),
-        Some("p2_work")
-    );
+    assert_eq!(s.flame.cursor.last().map(|k| &*k.function), Some("p2_work"));
     press(&mut s, &[Key::Esc]);
     assert!(s.flame.zoom.is_empty());
     assert_eq!(s.view, View::Flame);

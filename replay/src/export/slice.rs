@@ -223,8 +223,8 @@ pub fn file_name(scan: &Scan) -> String {
 /// A frame that stands for samples without a real one.
 pub fn placeholder(name: &str) -> FrameName {
     FrameName {
-        function: name.to_string(),
-        module: String::new(),
+        function: name.into(),
+        module: "".into(),
         file: None,
         line: 0,
         kernel: false,

@@ -20,8 +20,8 @@ const HEAT_W: usize = 10;
 pub fn legend(rows: &[FlatRow]) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = Vec::new();
     for r in rows {
-        if !out.iter().any(|(m, _)| *m == r.key.module) {
-            out.push((r.key.module.clone(), r.key.kernel));
+        if !out.iter().any(|(m, _)| **m == *r.key.module) {
+            out.push((r.key.module.to_string(), r.key.kernel));
         }
     }
     out.sort_by_key(|(_, k)| *k);

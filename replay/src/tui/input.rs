@@ -198,7 +198,7 @@ fn selected_function(state: &State) -> Option<FunctionKey> {
         View::Callers => state
             .callers_row(state.callers.pos.cursor)
             .map(|(k, _)| k.clone())
-            .filter(|k| !(k.module.is_empty() && k.function == "[root]")),
+            .filter(|k| !(k.module.is_empty() && &*k.function == "[root]")),
         View::Flame => {
             let (_, cur) = flame::root_and_cursor(state);
             state.fold().and_then(|f| f.key(cur).cloned())

@@ -3,6 +3,7 @@
 //! once per stack (through [`StackNames`]), never per sample.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use hotspot_format::{Event, ModuleKind};
 
@@ -313,7 +314,7 @@ pub struct Fold {
     /// Function table the tree's indices refer to.
     pub functions: Vec<FunctionKey>,
     /// Source lines the tree's indices refer to.
-    pub lines: Vec<(String, u32)>,
+    pub lines: Vec<(Arc<str>, u32)>,
     /// Samples per stack id (of the stacks selected): what callers/callees fold.
     pub stacks: Vec<(u32, u64)>,
     /// Samples in the time selection per dense thread index (threads filter ignored, so
@@ -329,7 +330,7 @@ impl Fold {
     }
 
     /// The hottest source line of a tree node.
-    pub fn line(&self, node: usize) -> Option<&(String, u32)> {
+    pub fn line(&self, node: usize) -> Option<&(Arc<str>, u32)> {
         let l = self.tree.nodes.get(node)?.line?;
         self.lines.get(l as usize)
     }
@@ -341,8 +342,8 @@ impl Fold {
 pub struct Interned {
     pub functions: Vec<FunctionKey>,
     function_ids: HashMap<FunctionKey, u32>,
-    pub lines: Vec<(String, u32)>,
-    line_ids: HashMap<(String, u32), u32>,
+    pub lines: Vec<(Arc<str>, u32)>,
+    line_ids: HashMap<(Arc<str>, u32), u32>,
     /// Per stack id, root first: (function, line) pairs; index 0 with kernel frames,
     /// 1 without. `None` inside: not interned yet; `Some(None)`: undefined stack.
     stacks: [Vec<Option<Option<Frames>>>; 2],
@@ -681,7 +682,7 @@ pub fn neighbours(fold: &Fold, data: &Data, no_kernel: bool, target: &FunctionKe
         if f == root {
             FunctionKey {
                 function: "[root]".into(),
-                module: String::new(),
+                module: "".into(),
                 kernel: false,
             }
         } else {
@@ -866,26 +867,37 @@ pub fn timeline(
     let mut by_fn = Dominant::new(t.functions.len());
     let mut by_thread = Dominant::new(n_threads);
     let mut col: Option<usize> = None;
-    // Model buckets are at least twice as fine as any terminal's columns (see
-    // `buckets::MAX_BUCKETS`), so every column with samples gets some.
+    let width_ns = data.buckets.width();
     for (at, cells) in data.buckets.range(0, u64::MAX) {
-        let c = t.column(at);
-        if col != Some(c) {
-            if let Some(p) = col {
-                t.buckets[p].function = by_fn.take();
-                t.buckets[p].thread = by_thread.take();
+        // A model bucket wider than a column (a capture with many stacks per bucket, see
+        // `buckets::CELLS_PER_PAIR`) is spread evenly over the columns it covers, so it
+        // draws as a plateau, not as a spike beside false gaps.
+        let c0 = t.column(at);
+        let c1 = t.column(at.saturating_add(width_ns - 1)).max(c0);
+        let n = (c1 - c0 + 1) as u64;
+        for c in c0..=c1 {
+            if col != Some(c) {
+                if let Some(p) = col {
+                    t.buckets[p].function = by_fn.take();
+                    t.buckets[p].thread = by_thread.take();
+                }
+                col = Some(c);
             }
-            col = Some(c);
-        }
-        for cell in cells {
-            if mask[cell.thread as usize] {
-                continue;
+            let k = (c - c0) as u64;
+            for cell in cells {
+                if mask[cell.thread as usize] {
+                    continue;
+                }
+                let share = cell.count / n + u64::from(k < cell.count % n);
+                if share == 0 {
+                    continue;
+                }
+                t.buckets[c].samples += share;
+                if let Some(&f) = of_stack.get(cell.stack as usize) {
+                    by_fn.add(f, share);
+                }
+                by_thread.add(cell.thread, share);
             }
-            t.buckets[c].samples += cell.count;
-            if let Some(&f) = of_stack.get(cell.stack as usize) {
-                by_fn.add(f, cell.count);
-            }
-            by_thread.add(cell.thread, cell.count);
         }
     }
     if let Some(p) = col {

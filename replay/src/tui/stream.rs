@@ -140,7 +140,7 @@ mod tests {
         let at = |d: u16| -> Vec<(u16, u16, String)> {
             b.iter()
                 .filter(|x| x.depth == d)
-                .map(|x| (x.x, x.w, x.frame.function.clone()))
+                .map(|x| (x.x, x.w, x.frame.function.to_string()))
                 .collect()
         };
         assert_eq!(at(0), vec![(0, 2, "main".into()), (3, 2, "main".into())]);
