@@ -5,10 +5,23 @@
 //! The grid is aligned to absolute multiples of the bucket width (a power of two ns), so
 //! widening it merges whole buckets pairwise and extending it never splits one: a sample's
 //! bucket is decided by its time alone.
+//!
+//! Two limits keep memory bounded by distinct stacks: at most [`MAX_BUCKETS`] buckets, and
+//! at most [`CELLS_PER_PAIR`] cells per distinct (thread, stack) pair (or [`FLOOR_CELLS`],
+//! whichever is more). A capture whose buckets each hold many different stacks gets
+//! wider buckets: coarser selection edges rather than memory that grows with samples.
+
+use std::collections::HashSet;
 
 /// Most buckets kept; when the span outgrows them the width doubles. 4096 buckets put
 /// the selection's edges within 1/4096 of the capture, finer than any terminal column.
 pub const MAX_BUCKETS: usize = 4096;
+
+/// Cells allowed per distinct (thread, stack) pair before buckets widen.
+pub const CELLS_PER_PAIR: usize = 32;
+
+/// Cells always allowed (8 MiB): small captures keep their full resolution.
+pub const FLOOR_CELLS: usize = 1 << 19;
 
 /// Samples of one thread with one stack in one bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +44,12 @@ pub struct Buckets {
     origin: u64,
     /// Width is `1 << shift` ns.
     shift: u32,
+    /// The narrowest width the cell budget still allows.
+    min_shift: u32,
+    /// Cells in all buckets.
+    ncells: usize,
+    /// Distinct (thread, stack) pairs seen: what the cell budget scales with.
+    pairs: HashSet<u64, std::hash::BuildHasherDefault<super::model::FxHasher>>,
     /// Cells of each bucket, sorted by (thread, stack).
     buckets: Vec<Vec<Cell>>,
     samples: u64,
@@ -97,18 +116,34 @@ impl Buckets {
                     }),
                 }
             }
-            merge(&mut self.buckets[bucket as usize], &run);
+            for c in &run {
+                self.pairs.insert(c.key());
+            }
+            let dst = &mut self.buckets[bucket as usize];
+            let was = dst.len();
+            merge(dst, &run);
+            self.ncells += dst.len() - was;
         }
         self.scratch = batch;
+        let budget = FLOOR_CELLS.max(CELLS_PER_PAIR.saturating_mul(self.pairs.len()));
+        while self.ncells > budget && self.shift < 63 {
+            self.min_shift = self.shift + 1;
+            let (a, b) = (self.origin, self.start_of(self.buckets.len() - 1));
+            self.fit(a, b);
+        }
     }
 
     /// Grows the grid (wider buckets, earlier origin, more buckets) to cover `lo..=hi`.
     fn fit(&mut self, lo: u64, hi: u64) {
         let (lo, hi, mut shift) = if self.buckets.is_empty() {
-            (lo, hi, 0)
+            (lo, hi, self.min_shift)
         } else {
             let end = self.start_of(self.buckets.len() - 1);
-            (lo.min(self.origin), hi.max(end), self.shift)
+            (
+                lo.min(self.origin),
+                hi.max(end),
+                self.shift.max(self.min_shift),
+            )
         };
         while ((hi >> shift) - (lo >> shift)) as usize >= MAX_BUCKETS {
             shift += 1;
@@ -136,6 +171,7 @@ impl Buckets {
                 merge(&mut self.buckets[j], &cells);
             }
         }
+        self.ncells = self.buckets.iter().map(Vec::len).sum();
     }
 
     /// Samples added.
@@ -155,7 +191,12 @@ impl Buckets {
 
     /// Cells held (what memory follows).
     pub fn cells(&self) -> usize {
-        self.buckets.iter().map(Vec::len).sum()
+        self.ncells
+    }
+
+    /// Distinct (thread, stack) pairs seen.
+    pub fn pairs(&self) -> usize {
+        self.pairs.len()
     }
 
     fn start_of(&self, i: usize) -> u64 {
@@ -284,6 +325,24 @@ mod tests {
         // Halves of the span add up to the whole.
         let mid = b.origin + (b.buckets.len() as u64 / 2) * w;
         assert_eq!(b.count(0, mid - 1) + b.count(mid, u64::MAX), 4096);
+    }
+
+    #[test]
+    fn many_distinct_stacks_per_bucket_widen_the_buckets_instead_of_growing_memory() {
+        let mut b = Buckets::default();
+        // 40,000 pairs, each sample a new pair until they repeat: every bucket full of
+        // different stacks, the worst case for a time grid.
+        let n = 2_000_000u64;
+        b.extend((0..n).map(|i| (i * 1000, (i % 8) as u32, ((i * 7919) % 5000) as u32)));
+        assert_eq!(b.count(0, u64::MAX), n);
+        assert!(b.pairs() <= 40_000);
+        let budget = FLOOR_CELLS.max(CELLS_PER_PAIR * b.pairs());
+        assert!(b.cells() <= budget, "{} cells over {budget}", b.cells());
+        assert_eq!(b.cells(), b.buckets.iter().map(Vec::len).sum::<usize>());
+        // Later batches keep to the budget too.
+        b.extend((n..n + 500_000).map(|i| (i * 1000, (i % 8) as u32, ((i * 7919) % 5000) as u32)));
+        assert!(b.cells() <= budget);
+        assert_eq!(b.count(0, u64::MAX), n + 500_000);
     }
 
     #[test]
