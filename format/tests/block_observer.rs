@@ -2,12 +2,29 @@
 //! before and after the write, with the sample count the capture holds once it is written,
 //! so a capture cut off at any moment can be checked against what was flushed.
 
-mod common;
-
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use hotspot_format::{BlockEvent, Record, Sample, Writer, read_all, writer::BLOCK_MAX_SAMPLES};
+use hotspot_format::{
+    BlockEvent, Record, Sample, SessionHeader, Writer, read_all, writer::BLOCK_MAX_SAMPLES,
+};
+
+fn session() -> SessionHeader {
+    SessionHeader {
+        host: "test-host".into(),
+        kernel_release: "6.1.0".into(),
+        arch: "x86_64".into(),
+        cpus: 4,
+        page_size: 4096,
+        freq_hz: 499,
+        targets: vec![100],
+        all_processes: false,
+        command_line: vec!["hotspot".into(), "record".into()],
+        start_wall_ns: 1_700_000_000_000_000_000,
+        start_mono_ns: 5_000_000_000,
+        recorder_version: "0.1.0".into(),
+    }
+}
 
 fn sample(i: u64) -> Sample {
     Sample {
@@ -38,7 +55,7 @@ fn observed(w: &mut Writer<impl Write>) -> Arc<Mutex<Vec<BlockEvent>>> {
 
 #[test]
 fn every_block_is_announced_and_confirmed_with_the_running_sample_count() {
-    let mut w = Writer::new(Vec::new(), common::session()).expect("writer");
+    let mut w = Writer::new(Vec::new(), session()).expect("writer");
     let events = observed(&mut w);
     // More than one automatic block's worth, then a partial block flushed by hand.
     let n = BLOCK_MAX_SAMPLES as u64 * 2 + 123;
@@ -91,7 +108,7 @@ fn a_failed_write_is_announced_but_never_confirmed() {
             out: Vec::new(),
             ok: 2,
         },
-        common::session(),
+        session(),
     )
     .expect("writer");
     let events = observed(&mut w);
