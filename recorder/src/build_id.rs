@@ -18,6 +18,20 @@ pub fn of_elf_file(path: &Path) -> Option<Vec<u8>> {
     plausible(id).then(|| id.to_vec())
 }
 
+/// The file name in the `.gnu_debuglink` section of the ELF file at `path`: where its
+/// debug information was put by `objcopy --only-keep-debug` (found next to it, in
+/// `.debug/` or under a debug directory).
+pub fn debuglink(path: &Path) -> Option<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStrExt;
+    let file = File::open(path).ok()?;
+    let cache = ReadCache::new(file);
+    let obj = object::File::parse(&cache).ok()?;
+    let (name, _crc) = obj.gnu_debuglink().ok()??;
+    // A name, not a path: a link must not point outside the directories searched.
+    (!name.is_empty() && !name.contains(&b'/'))
+        .then(|| std::ffi::OsStr::from_bytes(name).to_os_string())
+}
+
 /// The GNU build-id in a blob of ELF notes (the format of `/sys/kernel/notes`).
 pub fn of_notes(blob: &[u8]) -> Option<Vec<u8>> {
     let mut rest = blob;

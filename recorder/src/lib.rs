@@ -2,6 +2,7 @@
 
 pub mod bpf;
 pub mod build_id;
+pub mod debug_lines;
 pub mod error;
 pub mod frame_table;
 pub mod kallsyms;

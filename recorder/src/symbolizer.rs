@@ -2,7 +2,7 @@
 //! worker thread takes batches of frames and returns their symbols.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -11,6 +11,8 @@ use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{CodeInfo, Input, Symbolized, Symbolizer};
 use hotspot_format::{FrameId, ModuleKind};
 
+use crate::build_id;
+use crate::debug_lines::{self, LineInfo, LineTable};
 use crate::module_table::ModuleInfo;
 use crate::normalizer::SymbolRequest;
 use crate::perf_map;
@@ -99,10 +101,27 @@ impl SymbolWorker {
     }
 }
 
+/// How one ELF module is named.
+enum Plan {
+    /// blazesym with its DWARF reader: names, file:line and inlined functions. For
+    /// modules whose DWARF is stored plainly (read in place) or absent (ELF symbols).
+    Full,
+    /// For modules whose DWARF is compressed (distribution debug packages): names from
+    /// the ELF symbol table of `symbols`, lines from the line table of `symbols` alone,
+    /// no inlined functions; see [`debug_lines`] for why.
+    Light {
+        symbols: PathBuf,
+        /// Read at first use; `None` inside once reading failed.
+        lines: Option<Option<LineTable>>,
+    },
+}
+
 /// The blazesym side, owned by the worker thread.
 struct Resolver {
     /// Built on demand and dropped when idle (see [`IDLE`]).
     symbolizer: Option<Symbolizer>,
+    /// Per module file, decided at first use and dropped when idle.
+    plans: HashMap<PathBuf, Plan>,
     debug_dirs: Vec<PathBuf>,
     proc_root: PathBuf,
     perf_maps: HashMap<u32, Vec<perf_map::PerfMapEntry>>,
@@ -113,6 +132,7 @@ impl Resolver {
     fn new(debug_dirs: Vec<PathBuf>, proc_root: PathBuf) -> Self {
         Resolver {
             symbolizer: None,
+            plans: HashMap::new(),
             debug_dirs,
             proc_root,
             perf_maps: HashMap::new(),
@@ -153,7 +173,7 @@ impl Resolver {
             match info.kind {
                 ModuleKind::Elf => {
                     if let Some(path) = &info.open_path {
-                        self.elf(path.clone(), &reqs, &mut out);
+                        self.elf_module(&info, path.clone(), &reqs, &mut out);
                     }
                 }
                 ModuleKind::Vdso => {
@@ -174,25 +194,99 @@ impl Resolver {
 
     /// Releases the parsed debug info and gives the freed memory back to the system.
     fn idle(&mut self) {
+        self.plans.clear();
         if self.symbolizer.take().is_some() {
             // SAFETY: malloc_trim only returns free heap pages to the kernel.
             unsafe { libc::malloc_trim(0) };
         }
     }
 
-    fn elf(&mut self, path: PathBuf, reqs: &[SymbolRequest], out: &mut Vec<Resolved>) {
-        let offsets: Vec<u64> = reqs.iter().map(|r| r.offset).collect();
-        let src = Source::Elf(Elf::new(path));
+    /// A mapped ELF file: by the plan its debug information calls for.
+    fn elf_module(
+        &mut self,
+        info: &ModuleInfo,
+        path: PathBuf,
+        reqs: &[SymbolRequest],
+        out: &mut Vec<Resolved>,
+    ) {
+        if !self.plans.contains_key(&path) {
+            let plan = plan(&path, info, &self.debug_dirs);
+            self.plans.insert(path.clone(), plan);
+        }
+        match self.plans.get(&path) {
+            Some(Plan::Light { .. }) => self.light(&path, reqs, out),
+            _ => self.elf(path, reqs, out),
+        }
+    }
+
+    fn symbolizer(&mut self) -> &Symbolizer {
         let dirs = &self.debug_dirs;
-        let symbolizer = self.symbolizer.get_or_insert_with(|| {
+        self.symbolizer.get_or_insert_with(|| {
             Symbolizer::builder()
                 .enable_code_info(true)
                 .enable_inlined_fns(true)
                 .enable_demangling(true)
                 .set_debug_dirs(Some(dirs.clone()))
                 .build()
-        });
-        let Ok(syms) = symbolizer.symbolize(&src, Input::FileOffset(&offsets)) else {
+        })
+    }
+
+    /// Names from the symbol table, lines from the line table (see [`Plan::Light`]).
+    fn light(&mut self, path: &Path, reqs: &[SymbolRequest], out: &mut Vec<Resolved>) {
+        let offsets: Vec<u64> = reqs.iter().map(|r| r.offset).collect();
+        let Some(vaddrs) = debug_lines::virtual_addresses(path, &offsets) else {
+            return;
+        };
+        let known: Vec<(&SymbolRequest, u64)> = reqs
+            .iter()
+            .zip(vaddrs)
+            .filter_map(|(r, v)| Some((r, v?)))
+            .collect();
+        let addrs: Vec<u64> = known.iter().map(|&(_, v)| v).collect();
+        let Some(Plan::Light { symbols, lines }) = self.plans.get_mut(path) else {
+            return;
+        };
+        let symbols = symbols.clone();
+        let locs = lines
+            .get_or_insert_with(|| LineTable::read(&symbols))
+            .as_ref()
+            .map(|t| t.lookup(&addrs))
+            .unwrap_or_default();
+        let mut elf = Elf::new(symbols);
+        // Symbol tables only: not blazesym's DWARF reader, whose cost is the point.
+        elf.debug_syms = false;
+        let Ok(syms) = self
+            .symbolizer()
+            .symbolize(&Source::Elf(elf), Input::VirtOffset(&addrs))
+        else {
+            return;
+        };
+        for (i, ((req, _), sym)) in known.iter().zip(syms).enumerate() {
+            if let Symbolized::Sym(sym) = sym {
+                let loc = match locs.get(i) {
+                    Some(Some(l)) => Loc {
+                        file: Some(l.file.clone()),
+                        line: l.line,
+                    },
+                    _ => Loc::default(),
+                };
+                out.push(Resolved {
+                    frame: req.frame,
+                    function: sym.name.into_owned(),
+                    loc,
+                    inlined: Vec::new(),
+                });
+            }
+        }
+    }
+
+    fn elf(&mut self, path: PathBuf, reqs: &[SymbolRequest], out: &mut Vec<Resolved>) {
+        let offsets: Vec<u64> = reqs.iter().map(|r| r.offset).collect();
+        let src = Source::Elf(Elf::new(path));
+        let Ok(syms) = self
+            .symbolizer()
+            .symbolize(&src, Input::FileOffset(&offsets))
+        else {
             return;
         };
         for (req, sym) in reqs.iter().zip(syms) {
@@ -260,6 +354,57 @@ impl Drop for Resolver {
     }
 }
 
+/// Decides how to name a module's frames from where its DWARF is and how it is stored.
+fn plan(path: &Path, info: &ModuleInfo, debug_dirs: &[PathBuf]) -> Plan {
+    let light = |symbols: PathBuf| Plan::Light {
+        symbols,
+        lines: None,
+    };
+    match debug_lines::line_info(path) {
+        Some(LineInfo::Compressed) => return light(path.to_path_buf()),
+        Some(LineInfo::Plain) | None => return Plan::Full,
+        Some(LineInfo::Absent) => {}
+    }
+    match separate_debug_file(path, Path::new(&info.path), &info.build_id, debug_dirs) {
+        Some(debug) if debug_lines::line_info(&debug) == Some(LineInfo::Compressed) => light(debug),
+        // Plain DWARF beside or under a debug directory: blazesym finds it by itself.
+        _ => Plan::Full,
+    }
+}
+
+/// The separate debug file of `binary` (opened at `open`, recorded as `recorded`):
+/// under a debug directory by build-id, or by its `.gnu_debuglink` name beside the
+/// recorded path, in its `.debug/` or under a debug directory. Only a file with the same
+/// build-id counts, so a module without one never gets a debug file here.
+fn separate_debug_file(
+    open: &Path,
+    recorded: &Path,
+    id: &[u8],
+    debug_dirs: &[PathBuf],
+) -> Option<PathBuf> {
+    if id.len() < 2 {
+        return None;
+    }
+    let matches = |p: &Path| build_id::of_elf_file(p).is_some_and(|found| found == id);
+    let hex = build_id::hex(id);
+    let by_id = debug_dirs.iter().map(|d| {
+        d.join(".build-id")
+            .join(&hex[..2])
+            .join(format!("{}.debug", &hex[2..]))
+    });
+    let link = build_id::debuglink(open);
+    let dir = recorded.parent().unwrap_or(Path::new("/"));
+    let by_link = link.into_iter().flat_map(|name| {
+        let under = debug_dirs
+            .iter()
+            .map(|d| d.join(dir.strip_prefix("/").unwrap_or(dir)).join(&name));
+        [dir.join(&name), dir.join(".debug").join(&name)]
+            .into_iter()
+            .chain(under.collect::<Vec<_>>())
+    });
+    by_id.chain(by_link).find(|p| p.is_file() && matches(p))
+}
+
 fn dump_vdso(proc_root: &std::path::Path) -> Option<PathBuf> {
     use std::io::{Read, Seek, SeekFrom};
     let maps = std::fs::read_to_string(proc_root.join("self/maps")).ok()?;
@@ -286,5 +431,127 @@ fn loc(ci: Option<&CodeInfo<'_>>) -> Loc {
             line: ci.line.unwrap_or(0),
         },
         None => Loc::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::debug_lines::tests::{compile, source, symbol_address};
+    use object::{Object, ObjectSegment};
+    use std::process::Command;
+
+    fn tool(cmd: &mut Command) {
+        let status = cmd.status().expect("run binutils");
+        assert!(status.success(), "{cmd:?} failed");
+    }
+
+    /// File offset of a virtual address in an executable segment.
+    fn file_offset(path: &Path, vaddr: u64) -> u64 {
+        let data = std::fs::read(path).expect("read");
+        let obj = object::File::parse(&*data).expect("parse");
+        obj.segments()
+            .find(|s| vaddr >= s.address() && vaddr < s.address() + s.size())
+            .map(|s| vaddr - s.address() + s.file_range().0)
+            .expect("in a segment")
+    }
+
+    fn resolve_one(r: &mut Resolver, bin: &Path, recorded: &Path, offset: u64) -> Resolved {
+        let info = ModuleInfo {
+            id: 3,
+            kind: ModuleKind::Elf,
+            path: recorded.to_string_lossy().into_owned(),
+            build_id: build_id::of_elf_file(bin).expect("build-id"),
+            open_path: Some(bin.to_path_buf()),
+            pid: None,
+        };
+        let req = SymbolRequest {
+            frame: 7,
+            module: 3,
+            offset,
+        };
+        let mut out = r.resolve(vec![(req, info)]);
+        assert_eq!(out.len(), 1, "one name for one frame: {out:?}");
+        out.remove(0)
+    }
+
+    /// A stripped binary whose compressed debug file is found by build-id, then by
+    /// debuglink, is named from symbols and line table (no inlined frames), and agrees
+    /// with blazesym's full DWARF reading of the unstripped build.
+    #[test]
+    fn compressed_debug_files_give_names_and_lines_without_the_dwarf_reader() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let full = compile(dir.path(), "prog", &[]);
+        let stripped = dir.path().join("prog.stripped");
+        let debug = dir.path().join("prog.debug");
+        tool(
+            Command::new("objcopy")
+                .args(["--only-keep-debug", "--compress-debug-sections=zlib"])
+                .arg(&full)
+                .arg(&debug),
+        );
+        tool(
+            Command::new("objcopy")
+                .arg("--strip-all")
+                .arg(format!("--add-gnu-debuglink={}", debug.display()))
+                .arg(&full)
+                .arg(&stripped),
+        );
+        let offset = file_offset(&full, symbol_address(&full, "work_fn") + 1);
+
+        // Reference: the unstripped binary through blazesym.
+        let mut r = Resolver::new(vec![], PathBuf::from("/proc"));
+        let reference = resolve_one(&mut r, &full, &full, offset);
+        assert!(matches!(r.plans.get(&full), Some(Plan::Full)));
+        assert_eq!(reference.function, "work_fn");
+        assert!(reference.loc.line + 1 >= source().1 && reference.loc.line <= source().1);
+
+        // By build-id under a debug directory.
+        let debug_root = dir.path().join("debug");
+        let id = build_id::hex(&build_id::of_elf_file(&stripped).expect("build-id"));
+        let by_id = debug_root.join(".build-id").join(&id[..2]);
+        std::fs::create_dir_all(&by_id).expect("mkdir");
+        std::fs::copy(&debug, by_id.join(format!("{}.debug", &id[2..]))).expect("copy");
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).expect("mkdir");
+        let moved = elsewhere.join("prog.stripped");
+        std::fs::copy(&stripped, &moved).expect("copy");
+        let mut r = Resolver::new(vec![debug_root], PathBuf::from("/proc"));
+        let named = resolve_one(&mut r, &moved, &moved, offset);
+        assert!(
+            matches!(r.plans.get(&moved), Some(Plan::Light { .. })),
+            "compressed debug info takes the light path"
+        );
+        assert_eq!(named.function, reference.function);
+        assert_eq!(named.loc, reference.loc);
+        assert!(named.inlined.is_empty());
+
+        // By debuglink, beside the recorded path.
+        let mut r = Resolver::new(vec![], PathBuf::from("/proc"));
+        let named = resolve_one(&mut r, &stripped, &stripped, offset);
+        assert!(matches!(r.plans.get(&stripped), Some(Plan::Light { .. })));
+        assert_eq!(
+            (named.function, named.loc),
+            (reference.function, reference.loc)
+        );
+
+        // A debug file of another build is never used.
+        let other = compile(dir.path(), "other", &["-O2"]);
+        std::fs::remove_file(&debug).expect("rm");
+        tool(
+            Command::new("objcopy")
+                .args(["--only-keep-debug", "--compress-debug-sections=zlib"])
+                .arg(&other)
+                .arg(&debug),
+        );
+        assert!(
+            separate_debug_file(
+                &stripped,
+                &stripped,
+                &build_id::of_elf_file(&stripped).expect("id"),
+                &[]
+            )
+            .is_none()
+        );
     }
 }

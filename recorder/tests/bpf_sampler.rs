@@ -294,7 +294,10 @@ fn kernel_names_from_bpf_match_kallsyms() -> Result<()> {
     addrs.dedup();
     ensure!(addrs.len() >= 5, "only {} kernel addresses", addrs.len());
     let table = hotspot_recorder::kallsyms::Kallsyms::read(Path::new("/proc/kallsyms"))?;
-    ensure!(!table.is_empty(), "/proc/kallsyms shows no addresses to root");
+    ensure!(
+        !table.is_empty(),
+        "/proc/kallsyms shows no addresses to root"
+    );
     let mut names = Vec::new();
     for &addr in &addrs {
         let named = bpf
