@@ -143,7 +143,9 @@ impl Capture {
                 self.session.get_or_insert(s);
             }
             Record::String { id, text } => {
-                self.strings.entry(id).or_insert_with(|| text.into());
+                self.strings
+                    .entry(id)
+                    .or_insert_with(|| capped(text).into());
             }
             Record::Process(p) => {
                 // A later record for the same pid is an exec: it replaces the earlier one.
@@ -165,7 +167,7 @@ impl Capture {
             Record::Module(m) => {
                 self.module_names
                     .entry(m.id)
-                    .or_insert_with(|| crate::names::short_module(&m.path).into());
+                    .or_insert_with(|| capped(crate::names::short_module(&m.path)).into());
                 self.modules.entry(m.id).or_insert(m);
             }
             Record::Frame(f) => {
@@ -232,7 +234,25 @@ impl Capture {
             None => self
                 .modules
                 .get(&id)
-                .map(|m| crate::names::short_module(&m.path).into()),
+                .map(|m| capped(crate::names::short_module(&m.path)).into()),
         }
     }
+}
+
+/// Longest name kept from a capture, in bytes: what the views and reports show of a name
+/// (the format allows 64 KiB). Every frame of every distinct stack is named, hashed and
+/// printed, so this bounds what a small capture of deep stacks can expand to.
+pub const MAX_NAME_BYTES: usize = 1024;
+
+/// `text` cut to [`MAX_NAME_BYTES`] at a character boundary, ending in `…` when cut.
+pub fn capped(mut text: String) -> String {
+    if text.len() > MAX_NAME_BYTES {
+        let mut at = MAX_NAME_BYTES - '…'.len_utf8();
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        text.truncate(at);
+        text.push('…');
+    }
+    text
 }

@@ -8,7 +8,7 @@ use crate::capture::Capture;
 
 /// One logical frame: a function (possibly inlined into its caller) at a source line.
 /// The texts are shared with the capture's strings: a stack of a thousand frames named
-/// by 64 KiB strings costs a thousand pointers, not 64 MiB.
+/// by long strings costs a thousand pointers, not a thousand copies.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FrameName {
     pub function: Arc<str>,
@@ -28,7 +28,7 @@ pub const MAX_INLINED: usize = 64;
 
 /// Most logical frames named per stack (inlined functions included); the frames nearest
 /// the leaf are kept. A stack holds at most 1024 physical frames (SPEC.md §8).
-pub const MAX_LOGICAL_FRAMES: usize = 4096;
+pub const MAX_LOGICAL_FRAMES: usize = 2048;
 
 fn shared(text: &'static str) -> Arc<str> {
     thread_local! {
