@@ -13,7 +13,7 @@ use crate::records::Record;
 /// bounded steps: a viewer opening a big capture holds a few MiB of decoded samples at a
 /// time, not the whole file's. A block larger than this completes over several polls
 /// ([`Follower::behind`] says when to poll again at once).
-const MAX_POLL_BYTES: u64 = 2 << 20;
+const MAX_POLL_BYTES: u64 = 512 << 10;
 
 /// Follows a growing capture through plain reads.
 pub struct Follower<R: Read + Seek> {

@@ -43,6 +43,9 @@ pub enum TuiError {
     Capture(#[from] ReplayError),
 }
 
+/// How often the views redraw while a big capture is still being read in.
+const CATCH_UP_DRAW: Duration = Duration::from_millis(100);
+
 fn size(term: &Term) -> Rect {
     let s = term.terminal.size().unwrap_or_default();
     Rect::new(0, 0, s.width, s.height)
@@ -62,6 +65,7 @@ pub fn view(
     let mut dirty = true;
     let mut next_poll = Instant::now();
     let mut notice_shown = false;
+    let mut last_draw: Option<Instant> = None;
     loop {
         let now = Instant::now();
         let mut busy = false;
@@ -86,7 +90,12 @@ pub fn view(
             dirty = true;
         }
         notice_shown = notice_live;
-        if dirty {
+        // Catching up with a big file: draw the first frame at once, then at most every
+        // 100 ms until it has been read, rather than refolding after every poll.
+        let due =
+            !busy || last_draw.is_none_or(|t: Instant| now.duration_since(t) >= CATCH_UP_DRAW);
+        if dirty && due {
+            last_draw = Some(now);
             state.refresh();
             let drawn = term
                 .terminal

@@ -154,23 +154,43 @@ impl Buckets {
             self.buckets.resize_with(len, Vec::new);
             return;
         }
-        let old = std::mem::take(&mut self.buckets);
-        let (old_origin, old_shift) = (self.origin, self.shift);
-        self.origin = origin;
-        self.shift = shift;
-        self.buckets = vec![Vec::new(); len];
-        for (i, cells) in old.into_iter().enumerate() {
-            if cells.is_empty() {
-                continue;
-            }
-            let start = old_origin + ((i as u64) << old_shift);
-            let j = ((start - origin) >> shift) as usize;
-            if self.buckets[j].is_empty() {
-                self.buckets[j] = cells;
-            } else {
-                merge(&mut self.buckets[j], &cells);
-            }
+        if self.buckets.is_empty() {
+            self.origin = origin;
+            self.shift = shift;
+            self.buckets.resize_with(len, Vec::new);
+            return;
         }
+        // In place, one doubling at a time: each step merges neighbours into a lower or
+        // equal index, so cells are never held twice (a copy of the whole grid would
+        // double the model's memory at the moment it is largest).
+        while self.shift < shift {
+            let s = self.shift + 1;
+            let new_origin = (self.origin >> s) << s;
+            let mut top = 0;
+            for i in 0..self.buckets.len() {
+                let start = self.origin + ((i as u64) << self.shift);
+                let j = ((start - new_origin) >> s) as usize;
+                top = j;
+                if j == i {
+                    continue;
+                }
+                let cells = std::mem::take(&mut self.buckets[i]);
+                if self.buckets[j].is_empty() {
+                    self.buckets[j] = cells;
+                } else {
+                    merge(&mut self.buckets[j], &cells);
+                }
+            }
+            self.buckets.truncate(top + 1);
+            self.origin = new_origin;
+            self.shift = s;
+        }
+        // An earlier origin: empty buckets in front (moves only the buckets' headers).
+        let front = ((self.origin - origin) >> shift) as usize;
+        self.buckets
+            .splice(0..0, std::iter::repeat_with(Vec::new).take(front));
+        self.origin = origin;
+        self.buckets.resize_with(len, Vec::new);
         self.ncells = self.buckets.iter().map(Vec::len).sum();
     }
 

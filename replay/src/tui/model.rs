@@ -109,11 +109,24 @@ impl Data {
         if events.is_empty() {
             return false;
         }
-        for e in events {
+        for mut e in events {
+            // Each block's samples go straight into the buckets, and its decoded batch is
+            // freed before the next block's: the capture never holds a poll's samples.
+            let mut batches = Vec::new();
+            if let Event::Block(b) = &mut e {
+                for r in &mut b.records {
+                    if let hotspot_format::Record::Samples(batch) = r {
+                        batches.push(std::mem::take(&mut batch.samples));
+                    }
+                }
+            }
             self.capture.apply(e);
+            for samples in batches {
+                self.take_samples(samples);
+            }
         }
-        let samples = std::mem::take(&mut self.capture.samples);
-        self.take_samples(samples);
+        let stray = std::mem::take(&mut self.capture.samples);
+        self.take_samples(stray);
         if self.capture.symbols.len() != self.symbols_seen {
             // Names that arrived late (live mode) replace the `??` already cached.
             self.symbols_seen = self.capture.symbols.len();
