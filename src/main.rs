@@ -38,8 +38,12 @@ fn main() {
         }
     };
     if let Err(e) = result {
-        // One line: the chain of causes joined, no backtrace.
-        eprintln!("hotspot: {}", format_error(&e));
+        // One line: the chain of causes joined, no backtrace; escaped, since it may quote
+        // a file name or a capture's contents.
+        eprintln!(
+            "hotspot: {}",
+            hotspot_replay::sanitize::display(&format_error(&e))
+        );
         std::process::exit(1);
     }
 }

@@ -59,7 +59,7 @@ fn folded(c: &Capture, filter: &Filter) -> Vec<(Vec<String>, u64)> {
     profile::fold(c, filter)
         .stacks
         .into_iter()
-        .map(|(k, n)| (k.into_iter().map(|f| f.function).collect(), n))
+        .map(|(k, n)| (k.into_iter().map(|f| f.function.to_string()).collect(), n))
         .collect()
 }
 
@@ -201,7 +201,7 @@ fn syscall_workload_has_named_kernel_frames() {
         .keys()
         .flatten()
         .filter(|f| f.kernel)
-        .map(|f| f.function.as_str())
+        .map(|f| &*f.function)
         .collect();
     assert!(
         kernel_names.iter().any(|n| n.contains("write")),
@@ -212,7 +212,7 @@ fn syscall_workload_has_named_kernel_frames() {
         &folded
             .stacks
             .keys()
-            .map(|s| s.iter().map(|f| f.function.clone()).collect())
+            .map(|s| s.iter().map(|f| f.function.to_string()).collect())
             .map(|s| (s, 1))
             .collect::<Vec<_>>(),
         &["main", "sys_loop"]

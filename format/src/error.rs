@@ -11,10 +11,13 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum FormatError {
     /// The bytes do not start with the capture magic (or there are none).
-    #[error("not a hotspot capture: {reason}")]
+    #[error("not a hotspot capture: {reason} (give a file written by `hotspot record`)")]
     NotACapture { reason: &'static str },
     /// The bytes start like a capture header but stop before its 16 bytes are complete.
-    #[error("capture header cut short: {len} of 16 bytes")]
+    #[error(
+        "capture header cut short: {len} of 16 bytes, so it holds nothing (the file was cut \
+         off as it was created: copy it again from where it was recorded)"
+    )]
     TruncatedHeader { len: usize },
     /// Written by a newer hotspot whose major format version this one cannot read.
     #[error(

@@ -81,9 +81,7 @@ impl Capture {
         };
         let file = std::fs::File::open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
-        if meta.is_dir() {
-            return Err(ReplayError::NotAFile(path.to_path_buf()));
-        }
+        ReplayError::check_file(path, &meta)?;
         // A finished capture may be mapped; reading a copy is as good for small files
         // and immune to the file being truncated under the mapping.
         let data = std::fs::read(path).map_err(io)?;

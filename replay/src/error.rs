@@ -14,6 +14,9 @@ pub enum ReplayError {
     },
     #[error("{0} is a directory, not a capture file")]
     NotAFile(PathBuf),
+    /// A device, pipe or socket: never mapped or read whole (`/dev/zero` has no end).
+    #[error("{0} is not a regular file (a device, pipe or socket): give a capture file")]
+    NotRegular(PathBuf),
     #[error("{path}: {source}")]
     Format {
         path: PathBuf,
@@ -25,6 +28,17 @@ pub enum ReplayError {
 }
 
 impl ReplayError {
+    /// Refuses what is not a regular file, before it is mapped or read.
+    pub fn check_file(path: &std::path::Path, meta: &std::fs::Metadata) -> Result<(), ReplayError> {
+        if meta.is_dir() {
+            Err(ReplayError::NotAFile(path.to_path_buf()))
+        } else if !meta.is_file() {
+            Err(ReplayError::NotRegular(path.to_path_buf()))
+        } else {
+            Ok(())
+        }
+    }
+
     /// Names the file in an error that came from bytes.
     pub fn with_path(self, path: &std::path::Path) -> ReplayError {
         match self {

@@ -7,6 +7,10 @@
 /// caps the length.
 pub fn display(s: &str) -> String {
     const MAX: usize = 4096;
+    // Most names need nothing: one pass to check, one copy.
+    if s.len() <= MAX && !s.chars().any(needs_escape) {
+        return s.to_string();
+    }
     let mut out = String::with_capacity(s.len().min(MAX));
     for c in s.chars() {
         if out.len() >= MAX {
@@ -23,6 +27,11 @@ pub fn display(s: &str) -> String {
         }
     }
     out
+}
+
+fn needs_escape(c: char) -> bool {
+    let u = c as u32;
+    u < 0x20 || (0x7f..0xa0).contains(&u) || (u >= 0xad && (is_bidi_control(u) || is_invisible(u)))
 }
 
 fn is_bidi_control(u: u32) -> bool {

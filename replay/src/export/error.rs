@@ -26,6 +26,12 @@ pub enum ExportError {
          give seconds from the start instead"
     )]
     NoClock(String),
+    /// A flame graph of nothing: the capture, or what the filters keep, has no samples.
+    #[error(
+        "{0}: no samples to draw a flame graph of (`hotspot info` shows what the capture \
+         holds; widen --from/--to or the thread filters)"
+    )]
+    NoSamples(String),
     /// An exporter's output could not be produced.
     #[error("{what}: {source}")]
     Render {

@@ -29,10 +29,7 @@ pub fn render(slice: &Slice) -> Result<Vec<u8>, ExportError> {
     options.hash = false;
     let mut out = Vec::new();
     if text.is_empty() {
-        return Err(ExportError::Render {
-            what: "flame graph",
-            source: std::io::Error::other("no samples to draw"),
-        });
+        return Err(ExportError::NoSamples(slice.file_name()));
     }
     flamegraph::from_lines(&mut options, text.lines(), &mut out).map_err(|source| {
         ExportError::Render {

@@ -21,9 +21,7 @@ impl Tail {
             source,
         };
         let file = File::open(path).map_err(io)?;
-        if file.metadata().map_err(io)?.is_dir() {
-            return Err(ReplayError::NotAFile(path.to_path_buf()));
-        }
+        ReplayError::check_file(path, &file.metadata().map_err(io)?)?;
         Ok(Tail {
             follower: Follower::new(file),
         })

@@ -1,0 +1,531 @@
+//! Hostile captures through the real binary: `info`, `info --json`, `report` in every
+//! format, and `diff A A` on each case of `tests/hostile/mod.rs`, on truncations at many
+//! offsets and on seeded random byte flips. Each run must take under 5 s of CPU (and end
+//! within 30 s) under a 512 MB address-space limit, never panic or die on a signal, and
+//! either succeed with clean, well-formed output (the sample count asserted where the case
+//! has a definite answer) or fail with one clean line on stderr that names the file.
+
+mod hostile;
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use hostile::{Case, Expect};
+
+/// CPU time a command may take. CPU rather than wall time: on a loaded machine (CI, or
+/// these tests' own parallel runs) a process can wait for a CPU far longer than it runs.
+const CPU_LIMIT: Duration = Duration::from_secs(5);
+/// Wall time after which a command is killed as hung: one that sleeps forever uses no
+/// CPU, so this catches what the CPU limit cannot.
+const WALL_LIMIT: Duration = Duration::from_secs(30);
+const MEMORY: u64 = 512 << 20;
+
+/// What one run of the binary did.
+#[derive(Debug)]
+struct Run {
+    status: std::process::ExitStatus,
+    stdout: Vec<u8>,
+    stderr: String,
+    /// User and system CPU time.
+    cpu: Duration,
+}
+
+/// Runs `hotspot ARGS` with the address-space limit; fails the test on a hang.
+// The child is reaped by `wait4` (which std does not know of), for its CPU time.
+#[allow(clippy::zombie_processes)]
+fn run(args: &[OsString]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotspot"));
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: MEMORY,
+                rlim_max: MEMORY,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("hotspot starts");
+    let pid = child.id() as libc::pid_t;
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    // Reaped here with wait4, for its CPU time; `child` is not waited on again.
+    let (status, cpu) = loop {
+        let mut status = 0;
+        // SAFETY: a plain syscall on our own child, writing into locals.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        assert!(r >= 0, "wait4: {}", std::io::Error::last_os_error());
+        if r == pid {
+            let t = |tv: libc::timeval| {
+                Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64)
+            };
+            break (
+                std::process::ExitStatus::from_raw(status),
+                t(usage.ru_utime) + t(usage.ru_stime),
+            );
+        }
+        if start.elapsed() > WALL_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("hotspot {args:?} still running after {WALL_LIMIT:?}: killed");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Run {
+        status,
+        stdout: reader.join().expect("stdout reader"),
+        stderr: String::from_utf8_lossy(&err_reader.join().expect("stderr reader")).into_owned(),
+        cpu,
+    }
+}
+
+/// Characters that must never reach a terminal from a capture (newline aside).
+fn unsafe_char(c: char) -> bool {
+    let u = c as u32;
+    (u < 0x20 && c != '\n')
+        || u == 0x7f
+        || (0x80..0xa0).contains(&u)
+        || matches!(
+            u,
+            0x061c
+                | 0x200b..=0x200f
+                | 0x2028..=0x202e
+                | 0x2060..=0x2069
+                | 0xfeff
+        )
+}
+
+fn assert_clean(what: &str, text: &str) {
+    if let Some(c) = text.chars().find(|&c| unsafe_char(c)) {
+        let at = text.find(c).unwrap_or(0);
+        let from = text.floor_char_boundary(at.saturating_sub(60));
+        let to = text.ceil_char_boundary((at + 60).min(text.len()));
+        panic!(
+            "{what}: U+{:04X} reaches the output: {:?}",
+            c as u32,
+            &text[from..to]
+        );
+    }
+}
+
+/// The commands every case goes through: (label, arguments after the file, output kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Out {
+    Text,
+    Json,
+    /// Written to a file (`-o`), binary.
+    File,
+}
+
+const COMMANDS: &[(&str, &[&str], Out)] = &[
+    ("info", &["info"], Out::Text),
+    ("info --json", &["info", "--json"], Out::Json),
+    ("report", &["report"], Out::Text),
+    ("report json", &["report", "--format", "json"], Out::Json),
+    (
+        "report folded",
+        &["report", "--format", "folded"],
+        Out::Text,
+    ),
+    ("report svg", &["report", "--format", "svg"], Out::Text),
+    (
+        "report speedscope",
+        &["report", "--format", "speedscope"],
+        Out::Json,
+    ),
+    ("report pprof", &["report", "--format", "pprof"], Out::File),
+    ("diff", &["diff"], Out::Text),
+    ("diff json", &["diff", "--format", "json"], Out::Json),
+];
+
+/// Where the cases are written, once per test process.
+fn dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("hostile-e2e-{}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("temp dir");
+        d
+    })
+}
+
+fn write_case(case: &Case) -> PathBuf {
+    let path = dir().join(format!("{}.hsp", case.name));
+    std::fs::write(&path, &case.bytes).expect("write case");
+    path
+}
+
+/// Runs one command on `path` and checks it; returns the sample count a JSON output
+/// reports, if it succeeded and reports one.
+fn check(case: &str, expect: &Expect, path: &Path, cmd: (&str, &[&str], Out)) -> Option<u64> {
+    let (label, args, out) = cmd;
+    let mut argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+    let first_arg = argv.len();
+    argv.insert(first_arg.min(1), path.into());
+    if args[0] == "diff" {
+        argv.insert(2, path.into());
+    }
+    let out_file = dir().join(format!("{case}-{}.out", label.replace(' ', "_")));
+    if out == Out::File {
+        let _ = std::fs::remove_file(&out_file);
+        argv.push("-o".into());
+        argv.push(out_file.clone().into());
+    }
+    let r = run(&argv);
+    // Debug-quoted: a case may be named to drive the terminal.
+    let what = format!("{case:?}: hotspot {label}");
+    assert!(
+        r.status.signal().is_none(),
+        "{what}: killed by signal {:?} (stderr: {})",
+        r.status.signal(),
+        r.stderr
+    );
+    assert_ne!(r.status.code(), Some(101), "{what}: panicked: {}", r.stderr);
+    assert!(!r.stderr.contains("panicked"), "{what}: {}", r.stderr);
+    assert!(
+        !r.stderr.contains("memory allocation"),
+        "{what}: {}",
+        r.stderr
+    );
+    assert_clean(&format!("{what} stderr"), &r.stderr);
+    assert!(r.cpu < CPU_LIMIT, "{what}: took {:?} of CPU", r.cpu);
+    if !r.status.success() {
+        let lines: Vec<&str> = r.stderr.lines().collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "{what}: stderr is not one line: {:?}",
+            r.stderr
+        );
+        let line = lines[0];
+        assert!(line.starts_with("hotspot: "), "{what}: {line}");
+        // As the binary shows it: escaped.
+        let name = hotspot_replay::sanitize::display(
+            &path.file_name().unwrap_or_default().to_string_lossy(),
+        );
+        assert!(
+            line.contains(&name),
+            "{what:?}: the error does not name the file: {line}"
+        );
+        match expect {
+            Expect::Error(text) => {
+                assert!(line.contains(text), "{what}: expected '{text}' in: {line}");
+            }
+            Expect::Any => {}
+            // An empty capture opens, but has nothing to draw a flame graph of.
+            Expect::Samples(0) | Expect::Opens
+                if label == "report svg" && line.contains("no samples") => {}
+            _ => panic!("{what}: expected to open, failed: {line}"),
+        }
+        return None;
+    }
+    if let Expect::Error(text) = expect {
+        panic!("{what}: expected an error with '{text}', succeeded");
+    }
+    assert!(
+        r.stderr.is_empty() || label.starts_with("report") || label.starts_with("diff"),
+        "{what}: stderr: {}",
+        r.stderr
+    );
+    match out {
+        Out::Text => {
+            let text = String::from_utf8(r.stdout).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_clean(&what, &text);
+            None
+        }
+        Out::Json => {
+            let text = String::from_utf8(r.stdout).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_clean(&what, &text);
+            let v: serde_json::Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{what}: bad JSON: {e}"));
+            v.pointer("/counts/samples")
+                .or_else(|| v.pointer("/totals/capture_samples"))
+                .and_then(|n| n.as_u64())
+        }
+        Out::File => {
+            let bytes = std::fs::read(&out_file).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let _ = std::fs::remove_file(&out_file);
+            assert!(bytes.starts_with(&[0x1f, 0x8b]), "{what}: not gzip");
+            None
+        }
+    }
+}
+
+/// Every command on one case; checks the sample counts agree with each other and with
+/// the case's expectation.
+fn check_case(case: &Case, commands: &[(&str, &[&str], Out)]) {
+    let path = write_case(case);
+    let mut counts = Vec::new();
+    for &cmd in commands {
+        if let Some(n) = check(&case.name, &case.expect, &path, cmd) {
+            counts.push((cmd.0, n));
+        }
+    }
+    if let Expect::Samples(n) = case.expect {
+        assert!(
+            !counts.is_empty(),
+            "{}: no sample count reported",
+            case.name
+        );
+        for (label, got) in &counts {
+            assert_eq!(*got, n, "{}: {label} reports {got} samples", case.name);
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+fn cases() -> &'static [Case] {
+    static CASES: OnceLock<Vec<Case>> = OnceLock::new();
+    CASES.get_or_init(hostile::cases)
+}
+
+fn by_name(name: &str) -> &'static Case {
+    cases()
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no case {name}"))
+}
+
+macro_rules! hostile_cases {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                check_case(by_name(stringify!($name)), COMMANDS);
+            }
+        )*
+
+        #[test]
+        fn every_case_has_a_test() {
+            let tested = [$(stringify!($name)),*];
+            for c in cases() {
+                assert!(tested.contains(&c.name.as_str()), "case {} is not run", c.name);
+            }
+        }
+    };
+}
+
+hostile_cases!(
+    empty,
+    text,
+    elf,
+    zeros,
+    header_cut,
+    header_only,
+    newer_major,
+    major_u16_max,
+    major_zero,
+    newer_minor,
+    unknown_flags,
+    sync_marker_only,
+    zstd_bomb_small_raw_len,
+    zstd_bomb_over_limit,
+    zstd_bomb_max_raw_unknown_records,
+    payload_len_u32_max,
+    raw_len_u32_max,
+    payload_len_over_limit,
+    payload_len_at_limit_missing,
+    zstd_content_size_huge,
+    seq_max_and_backwards,
+    batch_of_a_million,
+    block_over_a_million_samples,
+    batch_count_without_columns,
+    records_at_block_limit,
+    records_over_block_limit,
+    stack_1024_frames_recursive,
+    stack_1025_frames,
+    string_64k_of_esc,
+    string_100k,
+    record_length_u64_max,
+    stack_frame_count_u64_max,
+    unknown_kinds_over_limit,
+    unknown_kind_u32_max,
+    inline_expansion_bomb,
+    many_deep_stacks,
+    ids_out_of_range,
+    symbol_inlines_itself,
+    duplicate_definitions,
+    times_extreme,
+    times_backwards_zero_session,
+    lost_counts_overflow,
+    nasty_names,
+);
+
+/// Files that are not captures, given by path rather than written: a directory,
+/// `/dev/null` and `/dev/zero` (which has no end), a missing file.
+#[test]
+fn paths_that_are_not_capture_files() {
+    let d = dir().join("a-directory.hsp");
+    std::fs::create_dir_all(&d).expect("dir");
+    let missing = dir().join("missing.hsp");
+    for (path, text) in [
+        (d.as_path(), "directory"),
+        (Path::new("/dev/null"), "not a regular file"),
+        (Path::new("/dev/zero"), "not a regular file"),
+        (missing.as_path(), "No such file"),
+    ] {
+        for &cmd in COMMANDS {
+            check("not-a-file", &Expect::Error(text), path, cmd);
+        }
+    }
+}
+
+/// A capture cut at many offsets (every block boundary and either side of it, inside the
+/// header, and evenly spread): each cut reads up to its last complete block.
+#[test]
+fn truncation_at_many_offsets() {
+    let (bytes, ends) = hostile::written(6, 250);
+    let total = bytes.len() as u64;
+    let mut cuts: Vec<u64> = (0..=17).collect();
+    for &(end, _) in &ends {
+        cuts.extend([end - 1, end, end + 1]);
+    }
+    cuts.extend((1..40).map(|i| total * i / 40));
+    cuts.extend([total - 1, total]);
+    cuts.sort_unstable();
+    cuts.dedup();
+    let commands: Vec<_> = COMMANDS
+        .iter()
+        .copied()
+        .filter(|c| matches!(c.0, "info --json" | "report" | "report json" | "diff"))
+        .collect();
+    for cut in cuts {
+        let expect = match cut {
+            0 => Expect::Error("not a hotspot capture"),
+            1..=15 => Expect::Error("cut short"),
+            // The final block (index and end marker only) holds no samples.
+            _ => Expect::Samples(
+                ends.iter()
+                    .filter(|(end, _)| *end <= cut)
+                    .map(|(_, n)| *n)
+                    .max()
+                    .unwrap_or(0),
+            ),
+        };
+        let case = Case::new(
+            format!("truncated-at-{cut}"),
+            bytes[..cut as usize].to_vec(),
+            expect,
+        );
+        check_case(&case, &commands);
+    }
+}
+
+/// Seeded random byte flips (1 to 16 bytes each) over a written capture: never more
+/// samples than were written.
+#[test]
+fn random_byte_flips() {
+    let (bytes, ends) = hostile::written(4, 300);
+    let written = ends.last().map_or(0, |e| e.1);
+    let mut rng = hostile::Rng(0x5eed);
+    let commands: Vec<_> = COMMANDS
+        .iter()
+        .copied()
+        .filter(|c| matches!(c.0, "info --json" | "report json" | "report folded"))
+        .collect();
+    for i in 0..60 {
+        let mut b = bytes.clone();
+        for _ in 0..1 + rng.below(16) {
+            let at = rng.below(b.len());
+            b[at] ^= 1 << rng.below(8);
+        }
+        let case = Case::new(format!("flipped-{i}"), b, Expect::Any);
+        let path = write_case(&case);
+        for &cmd in &commands {
+            if let Some(n) = check(&case.name, &case.expect, &path, cmd) {
+                assert!(n <= written, "{}: {n} samples of {written}", case.name);
+            }
+        }
+    }
+}
+
+/// Seeded random byte flips inside the decompressed payloads, recompressed into valid
+/// blocks: the records themselves are damaged, behind correct checksums.
+#[test]
+fn random_flips_behind_the_checksums() {
+    let prog = hostile::program(4);
+    let mut rng = hostile::Rng(0xf11b);
+    let commands: Vec<_> = COMMANDS
+        .iter()
+        .copied()
+        .filter(|c| matches!(c.0, "info --json" | "report json" | "report"))
+        .collect();
+    for i in 0..60 {
+        let mut payloads = vec![
+            hostile::payload(&prog, hostile::samples(40, hostile::T0, &[0, 1, 2, 3])),
+            hostile::payload(
+                &prog,
+                hostile::samples(40, hostile::T0 + (1 << 30), &[3, 2]),
+            ),
+        ];
+        for _ in 0..1 + rng.below(4) {
+            let p = rng.below(payloads.len());
+            let at = rng.below(payloads[p].len());
+            payloads[p][at] ^= 1 << rng.below(8);
+        }
+        let case = Case::new(
+            format!("raw-flipped-{i}"),
+            hostile::file(&payloads),
+            Expect::Any,
+        );
+        let path = write_case(&case);
+        for &cmd in &commands {
+            if let Some(n) = check(&case.name, &case.expect, &path, cmd) {
+                assert!(n <= 80, "{}: {n} samples of 80", case.name);
+            }
+        }
+    }
+}
+
+/// A file name made to drive the terminal: errors that quote it, and outputs that name the
+/// capture, show it escaped on one line.
+#[test]
+fn hostile_file_names_are_escaped() {
+    let name = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J\nsecond line\u{202e}.hsp";
+    let not_capture = Case::new(
+        format!("not-a-capture-{name}"),
+        b"plain text".to_vec(),
+        Expect::Error("not a hotspot capture"),
+    );
+    check_case(&not_capture, COMMANDS);
+    let (bytes, ends) = hostile::written(2, 50);
+    let capture = Case::new(format!("capture-{name}"), bytes, Expect::Samples(ends[1].1));
+    check_case(&capture, COMMANDS);
+    // The name shows, escaped.
+    let path = write_case(&capture);
+    let r = run(&["info".into(), path.clone().into()]);
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert!(out.contains("evil\\x1b]0;pwned\\x07"), "{out}");
+    let r = run(&["info".into(), dir().join(format!("missing-{name}")).into()]);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("missing-evil\\x1b]0;pwned"),
+        "{}",
+        r.stderr
+    );
+    assert_clean("error", &r.stderr);
+}
