@@ -370,6 +370,8 @@ hostile_cases!(
     symbol_inlines_itself,
     duplicate_definitions,
     times_extreme,
+    times_all_at_max,
+    times_all_at_zero,
     times_backwards_zero_session,
     lost_counts_overflow,
     nasty_names,

@@ -870,6 +870,18 @@ pub fn cases() -> Vec<Case> {
         ]),
         Expect::Samples(5),
     ));
+    // Every sample at the last instant the clock can name, without a session to place
+    // the start; and every sample at 0.
+    for (name, t) in [("times_all_at_max", u64::MAX), ("times_all_at_zero", 0)] {
+        v.push(Case::new(
+            name,
+            file(&[payload(
+                &prog,
+                (0..50).map(|i| sample(t, TID + i % 2, i % 4)).collect(),
+            )]),
+            Expect::Samples(50),
+        ));
+    }
     let mut zero = session();
     zero.start_mono_ns = 0;
     zero.start_wall_ns = 0;

@@ -229,7 +229,7 @@ impl Buckets {
             return 0..0;
         }
         let a = (from.saturating_sub(self.origin) >> self.shift) as usize;
-        let b = ((to - self.origin) >> self.shift) as usize + 1;
+        let b = (((to - self.origin) >> self.shift) as usize).saturating_add(1);
         a.min(self.buckets.len())..b.min(self.buckets.len())
     }
 

@@ -66,6 +66,11 @@ pub struct Data {
     /// Dense thread index → thread, in order of first sample.
     pub threads: Vec<ThreadRow>,
     thread_index: IdMap<u32, u32>,
+    /// Dense stack index → the capture's stack id, in order of first sample. The folds
+    /// index stacks densely: a capture's ids are its writer's choice, and a crafted one
+    /// (stack `u32::MAX`) must not size an array.
+    pub stack_ids: Vec<u32>,
+    stack_index: IdMap<u32, u32>,
     pub names: StackNames,
     /// Bumped whenever samples or names change: the folds' cache key.
     pub generation: u64,
@@ -149,6 +154,7 @@ impl Data {
         }
         let mut last: Option<(u32, u32)> = None;
         let (threads, index, capture) = (&mut self.threads, &mut self.thread_index, &self.capture);
+        let (stack_ids, stack_index) = (&mut self.stack_ids, &mut self.stack_index);
         self.buckets.extend(samples.iter().map(|s| {
             let thread = match last {
                 Some((tid, idx)) if tid == s.tid => idx,
@@ -159,7 +165,11 @@ impl Data {
                 }
             };
             threads[thread as usize].samples += 1;
-            (s.time_ns, thread, s.stack)
+            let stack = *stack_index.entry(s.stack).or_insert_with(|| {
+                stack_ids.push(s.stack);
+                (stack_ids.len() - 1) as u32
+            });
+            (s.time_ns, thread, stack)
         }));
         // Thread names may have arrived after the first sample.
         for t in &mut self.threads {
@@ -192,7 +202,7 @@ impl Data {
             .map(|e| e.end_mono_ns)
             .filter(|&e| e >= last && e - last < 3_600_000_000_000)
             .unwrap_or(last);
-        Some((start, end.max(start + 1)))
+        Some((start, end.max(start.saturating_add(1))))
     }
 
     /// User frames referenced by stacks that have no name yet.
@@ -212,8 +222,10 @@ impl Data {
             .count()
     }
 
-    /// Logical frames of a stack (root first), with kernel frames dropped if asked.
+    /// Logical frames of a stack given by its dense index (root first), with kernel
+    /// frames dropped if asked.
     pub fn stack_names(&mut self, stack: u32, no_kernel: bool) -> Option<Vec<FrameName>> {
+        let stack = *self.stack_ids.get(stack as usize)?;
         if !self.capture.stacks.contains_key(&stack) {
             return None;
         }
@@ -328,7 +340,8 @@ pub struct Fold {
     pub functions: Vec<FunctionKey>,
     /// Source lines the tree's indices refer to.
     pub lines: Vec<(Arc<str>, u32)>,
-    /// Samples per stack id (of the stacks selected): what callers/callees fold.
+    /// Samples per stack (dense index, see [`Data::stack_ids`]) of the stacks selected:
+    /// what callers/callees fold.
     pub stacks: Vec<(u32, u64)>,
     /// Samples in the time selection per dense thread index (threads filter ignored, so
     /// the thread list shows what including a thread would add).
@@ -357,7 +370,7 @@ pub struct Interned {
     function_ids: HashMap<FunctionKey, u32>,
     pub lines: Vec<(Arc<str>, u32)>,
     line_ids: HashMap<(Arc<str>, u32), u32>,
-    /// Per stack id, root first: (function, line) pairs; index 0 with kernel frames,
+    /// Per dense stack index, root first: (function, line) pairs; index 0 with kernel frames,
     /// 1 without. `None` inside: not interned yet; `Some(None)`: undefined stack.
     stacks: [Vec<Option<Option<Frames>>>; 2],
 }
@@ -399,14 +412,9 @@ impl Interned {
 }
 
 impl Data {
-    /// Makes sure every stack id below `n` is interned for `no_kernel`.
+    /// Makes sure every stack sampled so far is interned for `no_kernel`.
     fn intern_stacks(&mut self, no_kernel: bool) {
-        let n = self
-            .capture
-            .stacks
-            .keys()
-            .max()
-            .map_or(0, |&m| m as usize + 1);
+        let n = self.stack_ids.len();
         let slot = usize::from(no_kernel);
         if self.interned.stacks[slot].len() < n {
             self.interned.stacks[slot].resize(n, None);
@@ -417,10 +425,11 @@ impl Data {
             }
             // Not defined yet (live: it may come in a later block). Asked before the
             // name cache, which would remember the absence.
-            if !self.capture.stacks.contains_key(&(id as u32)) {
+            let real = self.stack_ids[id];
+            if !self.capture.stacks.contains_key(&real) {
                 continue;
             }
-            let seq = match self.names.get(&self.capture, id as u32) {
+            let seq = match self.names.get(&self.capture, real) {
                 None => None,
                 Some(frames) => {
                     let frames: Vec<FrameName> = frames
@@ -441,7 +450,7 @@ impl Data {
         }
     }
 
-    /// The interned frames of a stack (root first), if defined.
+    /// The interned frames of a stack given by its dense index (root first), if defined.
     pub fn interned_stack(&self, stack: u32, no_kernel: bool) -> Option<&[(u32, u32)]> {
         self.interned.stacks[usize::from(no_kernel)]
             .get(stack as usize)?
@@ -455,14 +464,9 @@ pub fn fold(data: &mut Data, q: &Query) -> Fold {
     data.intern_stacks(q.no_kernel);
     let mask = q.mask(data);
     let mut per_thread = vec![0u64; data.threads.len()];
-    let dense = data
-        .capture
-        .stacks
-        .keys()
-        .max()
-        .map_or(0, |&m| m as usize + 1);
+    let dense = data.stack_ids.len();
     let mut counts = vec![0u64; dense];
-    // Ids outside the defined range (a lost block) are counted aside.
+    // Every dense index is in range; anything else would be counted as undefined.
     let mut stray = 0u64;
     for (_, cells) in data.buckets.range(q.from_ns, q.to_ns) {
         for c in cells {
@@ -855,12 +859,7 @@ pub fn timeline(
     let n_threads = data.threads.len();
     data.intern_stacks(no_kernel);
     let functions = data.interned.functions.clone();
-    let n_stacks = data
-        .capture
-        .stacks
-        .keys()
-        .max()
-        .map_or(0, |&m| m as usize + 1);
+    let n_stacks = data.stack_ids.len();
     let of_stack: Vec<u32> = (0..n_stacks as u32)
         .map(|id| {
             data.interned_stack(id, no_kernel)
@@ -946,12 +945,7 @@ pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
     }
     data.intern_stacks(q.no_kernel);
     let mask = q.mask(data);
-    let dense = data
-        .capture
-        .stacks
-        .keys()
-        .max()
-        .map_or(0, |&m| m as usize + 1);
+    let dense = data.stack_ids.len();
     let mut dom = Dominant::new(dense);
     let selected = data.buckets.count(q.from_ns, q.to_ns) as usize;
     // A bucket needs a few samples for "dominant" to mean something: with few samples,

@@ -226,7 +226,7 @@ impl State {
     pub fn span(&self) -> Option<(u64, u64)> {
         let (a, b) = self.data.span()?;
         Some(match self.frozen {
-            Some(f) => (a, b.min(f.until_ns).max(a + 1)),
+            Some(f) => (a, b.min(f.until_ns).max(a.saturating_add(1))),
             None => (a, b),
         })
     }
@@ -304,7 +304,7 @@ impl State {
             );
             if let Some(f) = self.frozen {
                 // Past the freeze the strip stays as it was.
-                t.end = t.end.min(f.until_ns).max(t.start + 1);
+                t.end = t.end.min(f.until_ns).max(t.start.saturating_add(1));
             }
             self.cache.timeline = t;
             self.cache.timeline_key = Some(tl_key);
