@@ -30,7 +30,9 @@ volatile const __u32 self_tgid = 0;
 /*
  * Only the fields we read. preserve_access_index makes clang emit CO-RE
  * relocations, so the loader patches in this kernel's real offsets from its
- * BTF instead of trusting a layout fixed at build time.
+ * BTF instead of trusting a layout fixed at build time. The recorder relocates
+ * against a subset of that BTF: a field read here must also be listed in
+ * FIELDS in recorder/src/bpf/btf_subset.rs.
  */
 typedef struct {
 	int counter;

@@ -346,6 +346,12 @@ fn run_fork_target(follow_children: bool) -> Result<(u32, u32, Vec<RawEvent>, Bp
 #[test]
 fn follows_forked_children() -> Result<()> {
     let _serial = serial();
+    // The fork and exit programs read task fields at offsets relocated against the BTF
+    // subset: this test and the exit and thread tests check those offsets.
+    ensure!(
+        sampler(opts())?.relocated_with_btf_subset(),
+        "loaded through the full-BTF fallback"
+    );
     let (parent, child, events, _sampler) = run_fork_target(true)?;
     ensure!(
         events.iter().any(|e| matches!(e, RawEvent::Fork { parent: p, child: c, .. } if *p == parent && *c == child)),

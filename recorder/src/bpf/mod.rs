@@ -1,5 +1,6 @@
 //! Everything kernel-facing: the BPF sampler behind the narrow [`EventSource`] seam, and the decoder of its records.
 
+mod btf_subset;
 mod caps;
 mod error;
 mod ksym;

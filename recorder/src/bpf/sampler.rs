@@ -12,6 +12,7 @@ use aya::programs::raw_trace_point::RawTracePointLinkId;
 use aya::programs::{PerfEvent, ProgramError, RawTracePoint};
 use aya::{Ebpf, EbpfError, EbpfLoader};
 
+use super::btf_subset;
 use super::caps;
 use super::error::{BpfError, chain, kernel_release};
 use super::ksym::BpfKernelSymbols;
@@ -106,6 +107,8 @@ pub struct BpfSampler {
     started: bool,
     /// Until taken by the recorder; `None` where the kernel cannot run `hs_ksym`.
     kernel_symbols: Option<BpfKernelSymbols>,
+    /// Relocated against the BTF subset rather than the whole kernel BTF.
+    btf_subset: bool,
     /// The perf_event links, one per CPU, while sampling.
     cpu_links: Vec<PerfEventLinkId>,
     malformed: u64,
@@ -130,27 +133,45 @@ impl BpfSampler {
 
         // The fork/exec/exit programs read task_struct through CO-RE: the loader
         // relocates them with the kernel's BTF.
-        let no_btf = || BpfError::Unsupported {
-            kernel: kernel_release(),
-            feature: "BTF type information (/sys/kernel/btf/vmlinux)",
-            needs: "5.5 with CONFIG_DEBUG_INFO_BTF=y",
-        };
-        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
-            return Err(no_btf());
+        let kernel_btf = std::path::Path::new(btf_subset::KERNEL_BTF);
+        if !kernel_btf.exists() {
+            return Err(BpfError::Unsupported {
+                kernel: kernel_release(),
+                feature: "BTF type information (/sys/kernel/btf/vmlinux)",
+                needs: "5.5 with CONFIG_DEBUG_INFO_BTF=y",
+            });
         }
 
         let all_processes = u8::from(opts.all_processes);
         let follow_children = u8::from(opts.follow_children);
-        // The loader parses the kernel's BTF itself (~30 ms of CPU, ~18 MB while it
-        // lasts) and frees it when done. That is the only parse: the task programs are
-        // raw tracepoints, which attach by name, not by BTF id as tp_btf ones would.
-        let mut ebpf = EbpfLoader::new()
-            .override_global("all_processes", &all_processes, true)
-            .override_global("follow_children", &follow_children, true)
-            .override_global("self_tgid", &opts.self_tgid, true)
-            .map_max_entries("events", opts.ring_bytes)
-            .load(OBJECT)
-            .map_err(load_error)?;
+        // Relocated against the few kernel types the programs read (see btf_subset),
+        // not the whole kernel BTF: parsing that took ~30 ms of CPU and ~18 MB. Should
+        // the subset fail, the loader parses the kernel's BTF itself, as it does by
+        // default. Either way there is one source: the task programs are raw
+        // tracepoints, which attach by name, not by BTF id as tp_btf ones would.
+        let globals = Globals {
+            all_processes: &all_processes,
+            follow_children: &follow_children,
+            self_tgid: &opts.self_tgid,
+            ring_bytes: opts.ring_bytes,
+        };
+        let subset = btf_subset::read(kernel_btf).ok();
+        let loaded = match &subset {
+            Some(btf) => load_object(
+                btf_subset::loader_without_kernel_btf().btf(Some(btf)),
+                &globals,
+            ),
+            None => load_object(&mut EbpfLoader::new(), &globals),
+        };
+        let (mut ebpf, btf_subset) = match loaded {
+            Ok(ebpf) => (ebpf, subset.is_some()),
+            // A kernel whose types the subset models wrongly still gets a recorder.
+            Err(_) if subset.is_some() => (
+                load_object(&mut EbpfLoader::new(), &globals).map_err(load_error)?,
+                false,
+            ),
+            Err(e) => return Err(load_error(e)),
+        };
 
         load_perf_program(&mut ebpf)?;
         for (program, _) in TASK_PROGRAMS {
@@ -178,6 +199,7 @@ impl BpfSampler {
             max_drain: opts.ring_bytes as usize / HEADER_SIZE,
             started: false,
             kernel_symbols,
+            btf_subset,
             cpu_links: Vec::new(),
             malformed: 0,
         })
@@ -272,6 +294,12 @@ impl BpfSampler {
         self.kernel_symbols.take()
     }
 
+    /// Whether the programs were relocated against the few kernel types they read (the
+    /// fast start) rather than the whole kernel BTF (the fallback).
+    pub fn relocated_with_btf_subset(&self) -> bool {
+        self.btf_subset
+    }
+
     /// Ring-buffer records that did not decode (a BPF object out of step with `raw.rs`).
     pub fn malformed_records(&self) -> u64 {
         self.malformed
@@ -359,6 +387,23 @@ impl EventSource for BpfSampler {
         }
         Ok(())
     }
+}
+
+/// What the loader writes into the object before the verifier sees it.
+struct Globals<'a> {
+    all_processes: &'a u8,
+    follow_children: &'a u8,
+    self_tgid: &'a u32,
+    ring_bytes: u32,
+}
+
+fn load_object<'a>(loader: &mut EbpfLoader<'a>, g: &Globals<'a>) -> Result<Ebpf, EbpfError> {
+    loader
+        .override_global("all_processes", g.all_processes, true)
+        .override_global("follow_children", g.follow_children, true)
+        .override_global("self_tgid", g.self_tgid, true)
+        .map_max_entries("events", g.ring_bytes)
+        .load(OBJECT)
 }
 
 fn validate(opts: &SamplerOptions) -> Result<(), BpfError> {
