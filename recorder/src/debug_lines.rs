@@ -91,22 +91,65 @@ struct Sequence {
     program: usize,
 }
 
-/// A module's line table, inflated, with an index of which program covers which
-/// addresses so that a lookup runs one program, not all of them.
+/// A module's line table with an index of which program covers which addresses, so
+/// that a lookup runs one program, not all of them.
+///
+/// Both are built only as far as lookups need: the section is inflated, and its programs
+/// indexed, in file order until every address asked for is covered. The programs a
+/// profile needs are often near the start (libc's startup code is in its third of 2,063),
+/// and a table read to the end costs ~15 ms for libc.
 #[derive(Debug)]
 pub struct LineTable {
+    /// The section's bytes inflated so far, from its start.
     line: Vec<u8>,
+    /// What is still compressed; `None` once `line` is the whole section.
+    rest: Option<Inflating>,
     line_str: Vec<u8>,
-    strings: Vec<u8>,
+    /// `.debug_str` as stored, inflated on first use: DWARF 5 line tables name their
+    /// files in `.debug_line_str`, so it is seldom needed (libc's is 190 kB inflated).
+    strings: (Option<StoredSection>, std::cell::OnceCell<Vec<u8>>),
     endian: RunTimeEndian,
     address_size: u8,
-    /// Sorted by start.
+    /// Offset of the first program not indexed yet.
+    next_program: usize,
+    /// Every program is indexed (or the rest does not parse).
+    indexed: bool,
+    /// Sequences of the indexed programs, sorted by start.
     sequences: Vec<Sequence>,
+    /// Inflated in steps of at least this much ([`INFLATE_STEP`]; tests use less).
+    inflate_step: usize,
 }
 
+/// A section's bytes as the file holds them.
+#[derive(Debug)]
+struct StoredSection {
+    format: object::CompressionFormat,
+    data: Vec<u8>,
+    uncompressed_size: u64,
+}
+
+/// A zlib stream being inflated a piece at a time.
+struct Inflating {
+    compressed: Vec<u8>,
+    consumed: usize,
+    z: flate2::Decompress,
+}
+
+impl std::fmt::Debug for Inflating {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inflating")
+            .field("compressed", &self.compressed.len())
+            .field("consumed", &self.consumed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Inflated in steps of at least this much.
+const INFLATE_STEP: usize = 64 << 10;
+
 impl LineTable {
-    /// Reads and indexes the line table of the ELF file at `path`; `None` if it has none
-    /// or it does not parse.
+    /// Opens the line table of the ELF file at `path`; `None` if it has none or its
+    /// compression is unknown. Nothing is indexed yet.
     pub fn read(path: &Path) -> Option<Self> {
         let file = File::open(path).ok()?;
         let cache = ReadCache::new(file);
@@ -117,72 +160,154 @@ impl LineTable {
             RunTimeEndian::Big
         };
         let address_size = if obj.is_64() { 8 } else { 4 };
-        let line = section_bytes(debug_line_section(&obj)?)?;
+        let section = debug_line_section(&obj)?.compressed_data().ok()?;
+        let (line, rest) = match section.format {
+            object::CompressionFormat::Zlib => (
+                Vec::new(),
+                Some(Inflating {
+                    compressed: section.data.to_vec(),
+                    consumed: 0,
+                    z: flate2::Decompress::new(true),
+                }),
+            ),
+            // Plain needs no inflating; zstd (rare in debug packages) is inflated whole.
+            _ => (decompress(section)?, None),
+        };
         let named = |name: &str, z: &str| {
             obj.section_by_name(name)
                 .or_else(|| obj.section_by_name(z))
-                .and_then(section_bytes)
+                .and_then(|s| decompress(s.compressed_data().ok()?))
                 .unwrap_or_default()
         };
         let line_str = named(".debug_line_str", ".zdebug_line_str");
-        let strings = named(".debug_str", ".zdebug_str");
-        let mut table = LineTable {
+        let strings = obj
+            .section_by_name(".debug_str")
+            .or_else(|| obj.section_by_name(".zdebug_str"))
+            .and_then(|s| s.compressed_data().ok())
+            .map(|c| StoredSection {
+                format: c.format,
+                data: c.data.to_vec(),
+                uncompressed_size: c.uncompressed_size,
+            });
+        Some(LineTable {
             line,
+            rest,
             line_str,
-            strings,
+            strings: (strings, std::cell::OnceCell::new()),
             endian,
             address_size,
+            next_program: 0,
+            indexed: false,
             sequences: Vec::new(),
-        };
-        table.sequences = table.index();
-        table.line.shrink_to_fit();
-        Some(table)
+            inflate_step: INFLATE_STEP,
+        })
     }
 
-    /// Runs every line program once to learn the address ranges each covers.
-    fn index(&self) -> Vec<Sequence> {
-        let debug_line = DebugLine::new(&self.line, self.endian);
-        let mut sequences = Vec::new();
-        let mut offset = 0;
-        while offset < self.line.len() {
-            let Ok(program) =
-                debug_line.program(DebugLineOffset(offset), self.address_size, None, None)
-            else {
-                break;
+    /// Inflates until `line` holds at least `len` bytes; whether it does.
+    fn inflate_to(&mut self, len: usize) -> bool {
+        while self.line.len() < len {
+            let Some(rest) = &mut self.rest else {
+                return false;
             };
-            let header = program.header();
-            // Saturating: a corrupt length ends the walk instead of wrapping around.
-            let next = offset
-                .saturating_add(header.unit_length())
-                .saturating_add(usize::from(header.format().initial_length_size()));
-            let mut rows = program.rows();
-            // First address of the sequence being read.
-            let mut start = None;
-            while let Ok(Some((_, row))) = rows.next_row() {
-                let first = *start.get_or_insert(row.address());
-                if row.end_sequence() {
-                    if row.address() > first {
-                        sequences.push(Sequence {
+            self.line
+                .reserve((len - self.line.len()).max(self.inflate_step));
+            let before = (rest.z.total_in(), self.line.len());
+            let status = rest.z.decompress_vec(
+                &rest.compressed[rest.consumed..],
+                &mut self.line,
+                flate2::FlushDecompress::None,
+            );
+            rest.consumed += (rest.z.total_in() - before.0) as usize;
+            let stuck = rest.z.total_in() == before.0 && self.line.len() == before.1;
+            if !matches!(status, Ok(flate2::Status::Ok)) || stuck {
+                // The end of the stream (or a corrupt one): nothing more will come.
+                self.rest = None;
+                self.line.shrink_to_fit();
+            }
+        }
+        true
+    }
+
+    /// Indexes the next program; false once there is none.
+    fn index_next(&mut self) -> bool {
+        if self.indexed {
+            return false;
+        }
+        let offset = self.next_program;
+        let length = self.inflate_to(offset + 4).then(|| {
+            let word = self.word(offset);
+            // 0xffffffff: a 64-bit DWARF unit, its length in the next 8 bytes.
+            if word == u32::MAX {
+                self.inflate_to(offset + 12).then(|| {
+                    let low = u64::from(self.word(offset + 4));
+                    let high = u64::from(self.word(offset + 8));
+                    let length = if self.endian == RunTimeEndian::Little {
+                        high << 32 | low
+                    } else {
+                        low << 32 | high
+                    };
+                    usize::try_from(length).ok()?.checked_add(12)
+                })?
+            } else {
+                usize::try_from(word).ok()?.checked_add(4)
+            }
+        });
+        let end = length.flatten().and_then(|l| offset.checked_add(l));
+        let Some(end) = end.filter(|&end| end > offset && self.inflate_to(end)) else {
+            self.indexed = true;
+            return false;
+        };
+        let debug_line = DebugLine::new(&self.line[..end], self.endian);
+        let Ok(program) =
+            debug_line.program(DebugLineOffset(offset), self.address_size, None, None)
+        else {
+            self.indexed = true;
+            return false;
+        };
+        let mut rows = program.rows();
+        // First address of the sequence being read.
+        let mut start = None;
+        while let Ok(Some((_, row))) = rows.next_row() {
+            let first = *start.get_or_insert(row.address());
+            if row.end_sequence() {
+                if row.address() > first {
+                    let at = self.sequences.partition_point(|s| s.start <= first);
+                    self.sequences.insert(
+                        at,
+                        Sequence {
                             start: first,
                             end: row.address(),
                             program: offset,
-                        });
-                    }
-                    start = None;
+                        },
+                    );
                 }
+                start = None;
             }
-            if next <= offset {
-                break;
-            }
-            offset = next;
         }
-        sequences.sort_by_key(|s| s.start);
-        sequences
+        self.next_program = end;
+        true
+    }
+
+    /// A native-order 32-bit word of `line` (callers made sure it is inflated).
+    fn word(&self, at: usize) -> u32 {
+        let b = [
+            self.line[at],
+            self.line[at + 1],
+            self.line[at + 2],
+            self.line[at + 3],
+        ];
+        match self.endian {
+            RunTimeEndian::Little => u32::from_le_bytes(b),
+            RunTimeEndian::Big => u32::from_be_bytes(b),
+        }
     }
 
     /// The location of each of `addrs` (virtual addresses in the module's own terms),
     /// `None` where no line program covers it.
-    pub fn lookup(&self, addrs: &[u64]) -> Vec<Option<Line>> {
+    pub fn lookup(&mut self, addrs: &[u64]) -> Vec<Option<Line>> {
+        for &addr in addrs {
+            while self.sequence_of(addr).is_none() && self.index_next() {}
+        }
         let mut out = vec![None; addrs.len()];
         // Addresses grouped by the program that covers them: each program runs once.
         let mut by_program: Vec<(usize, usize)> = addrs
@@ -274,7 +399,20 @@ impl LineTable {
                 .get_str(o)
                 .ok()?,
             AttributeValue::DebugStrRef(o) => {
-                DebugStr::new(&self.strings, self.endian).get_str(o).ok()?
+                let strings = self.strings.1.get_or_init(|| {
+                    self.strings
+                        .0
+                        .as_ref()
+                        .and_then(|s| {
+                            decompress(object::CompressedData {
+                                format: s.format,
+                                data: &s.data,
+                                uncompressed_size: s.uncompressed_size,
+                            })
+                        })
+                        .unwrap_or_default()
+                });
+                DebugStr::new(strings, self.endian).get_str(o).ok()?
             }
             _ => return None,
         };
@@ -283,14 +421,10 @@ impl LineTable {
 }
 
 /// The bytes of a section, inflated if stored compressed.
-fn section_bytes<'data, R: ReadRef<'data>>(
-    section: object::Section<'data, '_, R>,
-) -> Option<Vec<u8>> {
-    let compressed = section.compressed_data().ok()?;
+fn decompress(compressed: object::CompressedData<'_>) -> Option<Vec<u8>> {
     let size = usize::try_from(compressed.uncompressed_size).ok()?;
     // A corrupt header must not make us reserve gigabytes.
-    let hint = size.min(64 << 20);
-    let mut out = Vec::with_capacity(hint);
+    let mut out = Vec::with_capacity(size.min(64 << 20));
     match compressed.format {
         object::CompressionFormat::None => out.extend_from_slice(compressed.data),
         object::CompressionFormat::Zlib => {
@@ -317,36 +451,49 @@ pub(crate) mod tests {
     use std::path::PathBuf;
     use std::process::Command;
 
-    /// C source with enough functions that the linker's section compression pays (it
-    /// leaves small sections plain), and the line of `work_fn`'s body.
-    pub(crate) fn source() -> (String, u32) {
-        let mut c = String::from("#include <stdio.h>\n");
+    /// Translation units: one with `work_fn` and `main`, then four of 50 small functions
+    /// each (several line programs; enough code that the linker's section compression
+    /// pays, it leaves small sections plain). Also the line of `work_fn`'s body.
+    pub(crate) fn source() -> (Vec<String>, u32) {
+        let mut main = String::from("#include <stdio.h>\n");
         for i in 0..200 {
-            c.push_str(&format!(
-                "__attribute__((noinline)) int f{i}(int x) {{ int y = x * {i} + 1;\n  \
-                 if (y % 7 == 3) y += {i};\n  return y ^ {i}; }}\n"
-            ));
+            main.push_str(&format!("int f{i}(int x);\n"));
         }
-        let work_line = c.lines().count() as u32 + 2;
-        c.push_str("__attribute__((noinline)) int work_fn(int x) {\n    return x * 3 + 1;\n}\n");
-        c.push_str("int main(int argc, char **argv) { (void)argv; int s = work_fn(argc);\n");
+        let work_line = main.lines().count() as u32 + 2;
+        main.push_str("__attribute__((noinline)) int work_fn(int x) {\n    return x * 3 + 1;\n}\n");
+        main.push_str("int main(int argc, char **argv) { (void)argv; int s = work_fn(argc);\n");
         for i in 0..200 {
-            c.push_str(&format!("  s += f{i}(s);\n"));
+            main.push_str(&format!("  s += f{i}(s);\n"));
         }
-        c.push_str("  printf(\"%d\\n\", s); return 0; }\n");
-        (c, work_line)
+        main.push_str("  printf(\"%d\\n\", s); return 0; }\n");
+        let mut units = vec![main];
+        for u in 0..4 {
+            let mut c = String::new();
+            for i in u * 50..(u + 1) * 50 {
+                c.push_str(&format!(
+                    "__attribute__((noinline)) int f{i}(int x) {{ int y = x * {i} + 1;\n  \
+                     if (y % 7 == 3) y += {i};\n  return y ^ {i}; }}\n"
+                ));
+            }
+            units.push(c);
+        }
+        (units, work_line)
     }
 
     pub(crate) fn compile(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
-        let src = dir.join("lines.c");
-        std::fs::write(&src, source().0).expect("write source");
+        let mut sources = Vec::new();
+        for (i, text) in source().0.iter().enumerate() {
+            let src = dir.join(format!("lines{i}.c"));
+            std::fs::write(&src, text).expect("write source");
+            sources.push(src);
+        }
         let out = dir.join(name);
         let status = Command::new("cc")
             .args(["-O1", "-g", "-Wl,--build-id=sha1"])
             .args(extra)
             .arg("-o")
             .arg(&out)
-            .arg(&src)
+            .args(&sources)
             .status()
             .expect("run cc");
         assert!(status.success(), "cc {extra:?} failed");
@@ -382,38 +529,68 @@ pub(crate) mod tests {
     fn compressed_line_tables_give_the_lines_binutils_gives() {
         let dir = tempfile::tempdir().expect("tempdir");
         let plain = compile(dir.path(), "plain", &[]);
-        let packed = compile(dir.path(), "packed", &["-gz=zlib"]);
         assert_eq!(line_info(&plain), Some(LineInfo::Plain));
-        assert_eq!(line_info(&packed), Some(LineInfo::Compressed));
-
-        let mut addrs: Vec<u64> = (0..200)
-            .step_by(17)
-            .map(|i| symbol_address(&packed, &format!("f{i}")) + 4)
-            .collect();
-        let work = symbol_address(&packed, "work_fn");
-        addrs.push(work);
-        let table = LineTable::read(&packed).expect("line table");
-        let found = table.lookup(&addrs);
-        for (&addr, got) in addrs.iter().zip(&found) {
-            let got = got
-                .as_ref()
-                .unwrap_or_else(|| panic!("no line for {addr:#x}"));
-            let (file, line) = addr2line(&packed, addr);
-            assert_eq!(got.line, line, "line of {addr:#x}");
+        // DWARF 5 names files through .debug_line_str, DWARF 4 inline.
+        for (name, flags) in [
+            ("packed", &["-gz=zlib"][..]),
+            ("packed4", &["-gz=zlib", "-gdwarf-4"][..]),
+        ] {
+            let packed = compile(dir.path(), name, flags);
+            assert_eq!(line_info(&packed), Some(LineInfo::Compressed), "{name}");
+            let mut addrs: Vec<u64> = (0..200)
+                .step_by(17)
+                .map(|i| symbol_address(&packed, &format!("f{i}")) + 4)
+                .collect();
+            addrs.push(symbol_address(&packed, "work_fn"));
+            let mut table = LineTable::read(&packed).expect("line table");
+            let found = table.lookup(&addrs);
+            for (&addr, got) in addrs.iter().zip(&found) {
+                let got = got
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{name}: no line for {addr:#x}"));
+                let (file, line) = addr2line(&packed, addr);
+                assert_eq!(got.line, line, "{name}: line of {addr:#x}");
+                assert_eq!(
+                    Path::new(&got.file).file_name(),
+                    Path::new(&file).file_name(),
+                    "{name}: file of {addr:#x}"
+                );
+            }
+            let work_line = found.last().and_then(|l| l.as_ref()).map(|l| l.line);
             assert!(
-                got.file.ends_with("lines.c") && file.ends_with("lines.c"),
-                "{} vs {file}",
-                got.file
+                work_line.is_some_and(|l| l + 1 >= source().1 && l <= source().1),
+                "{name}: work_fn at line {work_line:?}, body at {}",
+                source().1
             );
+            // Outside any function: no line rather than a neighbour's.
+            assert_eq!(table.lookup(&[0x10]), vec![None]);
+            assert!(table.indexed && table.rest.is_none(), "all read by now");
         }
-        let work_line = found.last().and_then(|l| l.as_ref()).map(|l| l.line);
-        assert!(
-            work_line.is_some_and(|l| l + 1 >= source().1 && l <= source().1),
-            "work_fn at line {work_line:?}, body at {}",
-            source().1
-        );
-        // Outside any function: no line rather than a neighbour's.
+    }
+
+    #[test]
+    fn the_table_is_read_only_as_far_as_lookups_need() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let packed = compile(dir.path(), "packed", &["-gz=zlib"]);
+        let first = symbol_address(&packed, "f3") + 4;
+        let last = symbol_address(&packed, "f198") + 4;
+        let mut whole = LineTable::read(&packed).expect("line table");
+        let expected = whole.lookup(&[0x10, last, first]);
+        assert!(expected[1].is_some() && expected[2].is_some());
+
+        let mut table = LineTable::read(&packed).expect("line table");
+        // Tiny steps, so that inflating stops well before the end.
+        table.inflate_step = 64;
+        assert_eq!(table.lookup(&[first]), vec![expected[2].clone()]);
+        assert!(!table.indexed, "f3's unit is the second of five");
+        assert!(table.rest.is_some(), "the rest is still compressed");
+        let read_so_far = table.line.len();
+        assert_eq!(table.lookup(&[last]), vec![expected[1].clone()]);
+        assert!(table.line.len() > read_so_far);
+        // An address no program covers reads to the end, once.
         assert_eq!(table.lookup(&[0x10]), vec![None]);
+        assert!(table.indexed && table.rest.is_none());
+        assert_eq!(table.line, whole.line);
     }
 
     #[test]

@@ -112,7 +112,7 @@ enum Plan {
     Light {
         symbols: PathBuf,
         /// Read at first use; `None` inside once reading failed.
-        lines: Option<Option<LineTable>>,
+        lines: Option<Option<Box<LineTable>>>,
     },
 }
 
@@ -248,8 +248,8 @@ impl Resolver {
         };
         let symbols = symbols.clone();
         let locs = lines
-            .get_or_insert_with(|| LineTable::read(&symbols))
-            .as_ref()
+            .get_or_insert_with(|| LineTable::read(&symbols).map(Box::new))
+            .as_mut()
             .map(|t| t.lookup(&addrs))
             .unwrap_or_default();
         let mut elf = Elf::new(symbols);
