@@ -205,7 +205,7 @@ pub fn record_with(
     };
     // The set-up (symbol worker, kernel naming) happens before sampling starts, so the
     // first events are drained at once.
-    let mut recorder = Recorder::new(cfg)?;
+    let mut recorder = signals::not_for_new_threads(|| Recorder::new(cfg))?;
     match sampler.take_kernel_symbols() {
         Some(bpf) => recorder.use_bpf_kernel_symbols(bpf),
         // While still privileged: once privileges drop the file shows no addresses.

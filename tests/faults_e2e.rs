@@ -78,11 +78,6 @@ fn signal_group(child: &Child, sig: libc::c_int) {
     unsafe { libc::kill(-(child.id() as libc::pid_t), sig) };
 }
 
-fn signal(child: &Child, sig: libc::c_int) {
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as libc::pid_t, sig) };
-}
-
 /// What the recorder wrote to `--flush-log`.
 #[derive(Debug, Default)]
 struct FlushLog {
@@ -584,59 +579,156 @@ fn a_renamed_thread_keeps_each_name_with_the_work_done_under_it() {
     );
 }
 
+/// A FIFO used as the recorder's flush log, which the test can fill so that the recorder's
+/// next log write, the one announcing its final block, blocks until the test drains it:
+/// the recorder is then provably inside its final flush.
+struct LogPipe {
+    path: PathBuf,
+    reader: std::fs::File,
+    text: String,
+}
+
+impl LogPipe {
+    fn new(path: PathBuf) -> LogPipe {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::OpenOptionsExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("path");
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        // Non-blocking: opening a FIFO's read end would otherwise wait for a writer.
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .expect("open the FIFO");
+        LogPipe {
+            path,
+            reader,
+            text: String::new(),
+        }
+    }
+
+    /// Reads what is there now; true once the writer closed it.
+    fn read_available(&mut self) -> bool {
+        use std::io::Read;
+        let mut buf = [0u8; 65536];
+        loop {
+            match self.reader.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(n) => self.text.push_str(&String::from_utf8_lossy(&buf[..n])),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+                Err(e) => panic!("reading the FIFO: {e}"),
+            }
+        }
+    }
+
+    /// Fills the pipe (made one page small) so the recorder's next write blocks.
+    fn fill(&self) {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let w = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&self.path)
+            .expect("open the FIFO for writing");
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+        use std::io::Write;
+        let mut w = w;
+        while w.write(b"junk 0\n").is_ok() {}
+    }
+
+    fn log(&self) -> FlushLog {
+        let file = self.path.with_extension("txt");
+        std::fs::write(&file, &self.text).expect("write");
+        FlushLog::read(&file)
+    }
+}
+
+/// True while the recorder's main thread is blocked in write(2).
+fn blocked_in_write(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+        .is_ok_and(|s| s.split_whitespace().next() == Some(&libc::SYS_write.to_string()))
+}
+
 #[test]
 fn ctrl_c_twice_during_the_final_flush_still_finishes_the_capture() {
     let d = tmp();
     let busy = fixture("busy");
     let _g = serial();
     let mut round = 0;
-    let mut finishing_times = Vec::new();
-    for gap_ms in [1u64, 10, 50] {
+    // Milliseconds between the two signals; `None`: the second comes once the recorder is
+    // seen waiting inside its final flush.
+    for gap_ms in [Some(1u64), Some(10), Some(50), None] {
         for terminal_like in [true, false] {
             round += 1;
+            let ctx = format!("second SIGINT after {gap_ms:?} ms, to the group: {terminal_like}");
             let out = d.path().join(format!("c{round}.hsp"));
-            let log = d.path().join(format!("c{round}.log"));
-            let mut rec = spawn_recorder(&["-F", "999"], &out, &log, &[&busy, "30"]);
-            wait_for_first_block(&log, &mut rec);
-            std::thread::sleep(Duration::from_millis(300));
+            let mut pipe = LogPipe::new(d.path().join(format!("c{round}.fifo")));
+            // A long flush interval: after the first block, the next one is the final one.
+            let mut rec = spawn_recorder(
+                &["-F", "999", "--flush-interval", "60s"],
+                &out,
+                &pipe.path,
+                &[&busy, "30"],
+            );
+            let pid = rec.id();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !pipe.text.contains("done ") {
+                pipe.read_available();
+                assert!(
+                    rec.try_wait().expect("try_wait").is_none(),
+                    "{ctx}: exited early"
+                );
+                assert!(Instant::now() < deadline, "{ctx}: no first block");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            pipe.fill();
             // A terminal's Ctrl-C goes to the whole foreground group (the command too);
             // `kill -INT` to the recorder alone leaves the command running.
-            let send = |sig| {
-                if terminal_like {
-                    signal_group(&rec, sig)
-                } else {
-                    signal(&rec, sig)
-                }
+            let target = if terminal_like {
+                -(pid as libc::pid_t)
+            } else {
+                pid as libc::pid_t
             };
-            // The first signal ends the recorder's wait at once (epoll_wait is never
-            // restarted), so the second one finds it in its final drain and flush.
+            // SAFETY: signalling our own child, or the process group it leads.
+            let send = |sig| unsafe { libc::kill(target, sig) };
             send(libc::SIGINT);
-            let first = Instant::now();
-            std::thread::sleep(Duration::from_millis(gap_ms));
-            send(libc::SIGINT);
+            if let Some(gap) = gap_ms {
+                std::thread::sleep(Duration::from_millis(gap));
+                send(libc::SIGINT);
+            }
+            // The final block cannot be written before the test drains the pipe: the
+            // recorder now waits inside its final flush, the second signal came before or
+            // during it, and neither ended the recording.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !blocked_in_write(pid) {
+                assert!(rec.try_wait().expect("try_wait").is_none(), "{ctx}: exited");
+                assert!(
+                    Instant::now() < deadline,
+                    "{ctx}: never reached its final flush"
+                );
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            if gap_ms.is_none() {
+                send(libc::SIGINT);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(blocked_in_write(pid), "{ctx}: the flush moved on by itself");
+            while !pipe.read_available() {
+                std::thread::sleep(Duration::from_millis(2));
+            }
             let status = rec.wait().expect("wait");
-            let finishing = first.elapsed();
-            // busy is still running when only the recorder was signalled (and holds the
-            // stderr pipe open).
+            // busy is still running when only the recorder was signalled.
             // SAFETY: the process group our recorder led; only busy can be left in it.
-            unsafe { libc::kill(-(rec.id() as libc::pid_t), libc::SIGKILL) };
+            unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
             let mut stderr = String::new();
             if let Some(mut e) = rec.stderr.take() {
                 use std::io::Read;
                 let _ = e.read_to_string(&mut stderr);
             }
-            let ctx = format!("second SIGINT {gap_ms} ms later, to the group: {terminal_like}");
             assert!(status.success(), "{ctx}: exit {status}: {stderr}");
-            // With a 1 ms gap the second signal always comes while the recorder is still
-            // finishing (detaching from every CPU, the last drain and flush, the symbols,
-            // the end block, fsync take longer); with 10 and 50 ms it often does too.
-            if gap_ms == 1 {
-                assert!(
-                    finishing > Duration::from_millis(gap_ms),
-                    "{ctx}: the recorder had already exited after {finishing:?}"
-                );
-            }
-            finishing_times.push((gap_ms, finishing));
             let c = Capture::open(&out).expect("opens");
             let end = c
                 .end
@@ -644,11 +736,15 @@ fn ctrl_c_twice_during_the_final_flush_still_finishes_the_capture() {
                 .unwrap_or_else(|| panic!("{ctx}: no end marker"));
             assert!(c.truncated.is_none() && c.corrupt.is_empty(), "{ctx}");
             assert_eq!(end.samples, c.samples.len() as u64, "{ctx}");
-            assert!(!c.samples.is_empty(), "{ctx}");
-            assert_eq!(
-                FlushLog::read(&log).done.last().copied(),
-                Some(end.samples),
-                "{ctx}"
+            let log = pipe.log();
+            assert!(
+                log.done.len() >= 2,
+                "{ctx}: first block and final ones: {log:?}"
+            );
+            assert_eq!(log.done.last().copied(), Some(end.samples), "{ctx}");
+            assert!(
+                c.samples.len() as u64 > log.done[0],
+                "{ctx}: the final flush added the samples since the first block"
             );
             assert!(
                 info_text(&out).contains("ending:     clean (end marker present)"),
@@ -657,12 +753,9 @@ fn ctrl_c_twice_during_the_final_flush_still_finishes_the_capture() {
         }
     }
     eprintln!(
-        "Ctrl-C twice: {round} recordings finished cleanly; the second SIGINT came before the \
-         exit in {} of them; (gap ms, first SIGINT to exit): {finishing_times:?}",
-        finishing_times
-            .iter()
-            .filter(|(g, f)| *f > Duration::from_millis(*g))
-            .count()
+        "Ctrl-C twice: {round} recordings held inside their final flush until released, the \
+         second SIGINT 1, 10 or 50 ms after the first or while held there: all finished with \
+         an end marker"
     );
 }
 
