@@ -1,0 +1,205 @@
+//! `hotspot view` on hostile captures (`tests/hostile/mod.rs`), in a real terminal: tmux,
+//! driven with `send-keys`, read with `capture-pane`, under a 512 MB address-space limit
+//! (`ulimit -v`). A capture that opens shows every tab and the help, its names never
+//! retitle the terminal (an OSC 0 in a name would), and `q` ends it with status 0 within
+//! 5 s; one that cannot be read ends the view with a one-line error naming the file. (An
+//! empty file, or a header cut short, may still be being written: `view` waits for it.)
+
+mod hostile;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hostile::{Case, Expect};
+
+/// A detached tmux session running a plain shell, killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str) -> Tmux {
+        let socket = format!("hotspot-hostile-{name}-{}", std::process::id());
+        let t = Tmux { socket };
+        let out = t
+            .cmd()
+            .args(["new-session", "-d", "-s", "main", "-x", "150", "-y", "45"])
+            .args(["bash", "--norc", "--noprofile"])
+            .env("PS1", "e2e-prompt$ ")
+            .output()
+            .expect("tmux runs (is it installed?)");
+        assert!(
+            out.status.success(),
+            "tmux: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().expect("tmux");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn type_line(&self, line: &str) {
+        self.run(&["send-keys", "-t", "main", "-l", "--", line]);
+        self.run(&["send-keys", "-t", "main", "Enter"]);
+    }
+
+    fn keys(&self, keys: &str) {
+        self.run(&["send-keys", "-t", "main", "-l", "--", keys]);
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "main"])
+    }
+
+    fn title(&self) -> String {
+        self.run(&["display", "-p", "-t", "main", "#{pane_title}"])
+    }
+
+    fn wait_for(&self, what: &str, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            if start.elapsed() > timeout {
+                panic!("timed out after {timeout:?} waiting for {what}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").output();
+    }
+}
+
+/// How long a step may take on a loaded machine (the views draw in well under a second).
+const STEP: Duration = Duration::from_secs(10);
+
+fn view_case(t: &Tmux, dir: &Path, case: &Case) {
+    let path = dir.join(format!("{}.hsp", case.name));
+    std::fs::write(&path, &case.bytes).expect("write case");
+    t.type_line("clear");
+    let marker = format!("view-exit-{}=", case.name);
+    t.type_line(&format!(
+        "(ulimit -v 524288; {} view '{}'); echo {marker}$?",
+        env!("CARGO_BIN_EXE_hotspot"),
+        path.display()
+    ));
+    let name = &case.name;
+    if let Expect::Error(text) = case.expect {
+        let s = t.wait_for(&format!("{name}: the error"), STEP, |s| {
+            s.contains(&format!("{marker}1"))
+        });
+        let errors: Vec<&str> = s.lines().filter(|l| l.starts_with("hotspot: ")).collect();
+        assert_eq!(errors.len(), 1, "{name}:\n{s}");
+        assert!(errors[0].contains(text), "{name}: {}", errors[0]);
+        assert!(
+            errors[0].contains(&format!("{name}.hsp")),
+            "{name}: {}",
+            errors[0]
+        );
+        return;
+    }
+    t.wait_for(&format!("{name}: the flat view"), STEP, |s| {
+        s.contains("Flat ·")
+    });
+    for (key, tab) in [
+        ("f", "Flame"),
+        ("t", "Stream"),
+        ("T", "Threads"),
+        ("1", "Flat"),
+    ] {
+        t.keys(key);
+        t.wait_for(&format!("{name}: {tab}"), STEP, |s| {
+            s.contains(&format!("{tab} ·"))
+        });
+    }
+    t.keys("?");
+    t.wait_for(&format!("{name}: the help"), STEP, |s| {
+        s.contains("any key closes")
+    });
+    t.keys("?");
+    let title = t.title();
+    assert!(
+        !title.contains("pwned"),
+        "{name}: a name retitled the terminal: {title}"
+    );
+    t.keys("q");
+    let s = t.wait_for(&format!("{name}: the view to end"), STEP, |s| {
+        s.contains(&marker)
+    });
+    assert!(
+        s.contains(&format!("{marker}0")),
+        "{name}: ended badly:\n{s}"
+    );
+    assert!(!s.contains("panicked"), "{name}:\n{s}");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn view_survives_hostile_captures() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let t = Tmux::start("view");
+    let cases = hostile::cases();
+    let names = [
+        "nasty_names",
+        "ids_out_of_range",
+        "duplicate_definitions",
+        "times_extreme",
+        "times_all_at_max",
+        "times_all_at_zero",
+        "times_backwards_zero_session",
+        "inline_expansion_bomb",
+        "many_deep_stacks",
+        "batch_of_a_million",
+        "zstd_bomb_max_raw_unknown_records",
+        "records_over_block_limit",
+        "header_only",
+        "empty",
+        "elf",
+        "newer_major",
+        "header_cut",
+    ];
+    for name in names {
+        let mut case = cases
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no case {name}"))
+            .clone();
+        // An empty file, or one holding part of a header, may still be being written:
+        // `view` waits for it rather than failing.
+        if name == "empty" || name == "header_cut" {
+            case.expect = Expect::Opens;
+        }
+        view_case(&t, dir.path(), &case);
+    }
+    // A capture cut in the middle of a block, as a killed recorder leaves it.
+    let (bytes, ends) = hostile::written(3, 100);
+    let cut = (ends[0].0 + ends[1].0) / 2;
+    view_case(
+        &t,
+        dir.path(),
+        &Case::new("truncated", bytes[..cut as usize].to_vec(), Expect::Opens),
+    );
+    let s = t.screen();
+    assert!(!s.contains("panicked"), "{s}");
+}
