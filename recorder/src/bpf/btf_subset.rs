@@ -14,6 +14,7 @@
 //! the caller then supplies its own with `.btf()`; [`loader_without_kernel_btf`] makes it
 //! skip that parse.
 
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use aya::{Btf, EbpfLoader, Endianness};
@@ -74,8 +75,7 @@ struct Member {
 
 /// Reads the kernel BTF at `path` and returns the subset, parsed for the loader.
 pub fn read(path: &Path) -> Result<Btf, SubsetError> {
-    let raw = std::fs::read(path)?;
-    let blob = subset(&raw)?;
+    let blob = subset(&mut std::fs::File::open(path)?)?;
     Btf::parse(&blob, Endianness::default()).map_err(|e| SubsetError::Parse(e.to_string()))
 }
 
@@ -144,8 +144,8 @@ fn deny_opens_in_this_thread() -> bool {
 }
 
 /// The raw subset blob built from raw kernel BTF.
-fn subset(raw: &[u8]) -> Result<Vec<u8>, SubsetError> {
-    let found = find_fields(raw)?;
+fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
+    let found = find_fields(src)?;
     let task = &found[0];
     let signal = &found[1];
     let byte_offset = |f: &Found, i: usize, name: &str| -> Result<u32, SubsetError> {
@@ -230,56 +230,50 @@ fn push_member(out: &mut Vec<u8>, name: u32, type_id: u32, bit_offset: u32) {
     out.extend_from_slice(&bit_offset.to_ne_bytes());
 }
 
-/// One pass over the type section of raw (native-endian) BTF: the size and member offsets
-/// of each struct in [`FIELDS`], in that order.
-fn find_fields(raw: &[u8]) -> Result<Vec<Found>, SubsetError> {
-    let u16_at = |at: usize| {
-        raw.get(at..at + 2)
-            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
-    };
-    let u32_at = |at: usize| {
-        raw.get(at..at + 4)
-            .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let header = |at| u32_at(at).map(|v| v as usize);
-    if u16_at(0) != Some(MAGIC) {
+/// One pass over raw (native-endian) BTF, read a block at a time: the size and member
+/// offsets of each struct in [`FIELDS`], in that order. The string section is streamed
+/// first for the offsets of the names involved; the type section then only compares
+/// numbers, and skips over every type but the structs wanted.
+fn find_fields<R: Read + Seek>(src: &mut R) -> Result<Vec<Found>, SubsetError> {
+    let mut head = [0u8; HEADER_LEN];
+    src.read_exact(&mut head)
+        .map_err(|_| SubsetError::Malformed("short header"))?;
+    let word = |b: &[u8], at: usize| u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    if u16::from_ne_bytes([head[0], head[1]]) != MAGIC {
         return Err(SubsetError::Malformed("not native-endian BTF"));
     }
-    let (Some(hdr_len), Some(type_off), Some(type_len), Some(str_off), Some(str_len)) =
-        (header(4), header(8), header(12), header(16), header(20))
-    else {
+    let [hdr_len, type_off, type_len, str_off, str_len] =
+        [4, 8, 12, 16, 20].map(|at| u64::from(word(&head, at)));
+    if hdr_len < HEADER_LEN as u64 {
         return Err(SubsetError::Malformed("short header"));
-    };
-    let types_start = hdr_len.checked_add(type_off);
-    let types_end = types_start.and_then(|s| s.checked_add(type_len));
-    let strs_start = hdr_len.checked_add(str_off);
-    let strs_end = strs_start.and_then(|s| s.checked_add(str_len));
-    let (Some(mut at), Some(types_end), Some(strs_start), Some(strs_end)) =
-        (types_start, types_end, strs_start, strs_end)
-    else {
-        return Err(SubsetError::Malformed("section bounds"));
-    };
-    if hdr_len < HEADER_LEN || types_end > raw.len() || strs_end > raw.len() {
-        return Err(SubsetError::Malformed("section bounds"));
     }
-    let strings = &raw[strs_start..strs_end];
+
+    // Names: the structs', then each struct's members'.
+    let names: Vec<&str> = FIELDS
+        .iter()
+        .map(|(s, _)| *s)
+        .chain(FIELDS.iter().flat_map(|(_, m)| m.iter().copied()))
+        .collect();
+    let offsets = name_offsets(src, hdr_len + str_off, str_len, &names)?;
     let name_is = |off: u32, want: &str| {
-        let Some(s) = strings.get(off as usize..) else {
-            return false;
-        };
-        s.len() > want.len() && s.starts_with(want.as_bytes()) && s[want.len()] == 0
+        names
+            .iter()
+            .position(|n| *n == want)
+            .is_some_and(|i| offsets[i].contains(&off))
     };
 
+    src.seek(SeekFrom::Start(hdr_len + type_off))?;
+    let mut types = BufReader::with_capacity(256 << 10, src);
+    let truncated = |_| SubsetError::Malformed("truncated type");
+    let mut left = type_len;
     let mut found: Vec<Option<Found>> = vec![None; FIELDS.len()];
-    while at < types_end {
-        let (Some(name), Some(info), Some(size)) = (u32_at(at), u32_at(at + 4), u32_at(at + 8))
-        else {
-            return Err(SubsetError::Malformed("truncated type"));
-        };
+    while left > 0 {
+        let mut t = [0u8; 12];
+        types.read_exact(&mut t).map_err(truncated)?;
+        let (name, info, size) = (word(&t, 0), word(&t, 4), word(&t, 8));
         let kind = (info >> 24) & 0x1f;
-        let vlen = (info & 0xffff) as usize;
+        let vlen = u64::from(info & 0xffff);
         let kind_flag = info >> 31 != 0;
-        let members = at + 12;
         let extra = match kind {
             KIND_INT | KIND_VAR | KIND_DECL_TAG => 4,
             KIND_ARRAY => 12,
@@ -289,38 +283,43 @@ fn find_fields(raw: &[u8]) -> Result<Vec<Found>, SubsetError> {
             2 | 7..=12 | 16 | 18 => 0,
             _ => return Err(SubsetError::Malformed("unknown type kind")),
         };
-        if kind == KIND_STRUCT && vlen > 0 {
-            for (slot, (struct_name, fields)) in found.iter_mut().zip(FIELDS) {
-                if slot.is_some() || !name_is(name, struct_name) {
-                    continue;
-                }
-                let mut wanted = vec![None; fields.len()];
-                for m in 0..vlen {
-                    let base = members + 12 * m;
-                    let (Some(m_name), Some(m_off)) = (u32_at(base), u32_at(base + 8)) else {
-                        return Err(SubsetError::Malformed("truncated member"));
-                    };
-                    if let Some(i) = fields.iter().position(|f| name_is(m_name, f)) {
-                        // With kind_flag the top 8 bits are a bitfield size.
-                        wanted[i] = Some(Member {
-                            bit_offset: if kind_flag {
-                                m_off & 0x00ff_ffff
-                            } else {
-                                m_off
-                            },
-                            bitfield: kind_flag && m_off >> 24 != 0,
-                        });
-                    }
-                }
-                *slot = Some(Found {
-                    size,
-                    members: wanted,
+        left = left
+            .checked_sub(12 + extra)
+            .ok_or(SubsetError::Malformed("type size"))?;
+        let slot = (kind == KIND_STRUCT && vlen > 0)
+            .then(|| {
+                found
+                    .iter()
+                    .zip(FIELDS)
+                    .position(|(slot, (s, _))| slot.is_none() && name_is(name, s))
+            })
+            .flatten();
+        let Some(slot) = slot else {
+            types.seek_relative(extra as i64)?;
+            continue;
+        };
+        let mut members = vec![0u8; extra as usize];
+        types.read_exact(&mut members).map_err(truncated)?;
+        let fields = FIELDS[slot].1;
+        let mut wanted = vec![None; fields.len()];
+        for m in members.chunks_exact(12) {
+            let (m_name, m_off) = (word(m, 0), word(m, 8));
+            if let Some(i) = fields.iter().position(|f| name_is(m_name, f)) {
+                // With kind_flag the top 8 bits are a bitfield size.
+                wanted[i] = Some(Member {
+                    bit_offset: if kind_flag {
+                        m_off & 0x00ff_ffff
+                    } else {
+                        m_off
+                    },
+                    bitfield: kind_flag && m_off >> 24 != 0,
                 });
             }
         }
-        at = members
-            .checked_add(extra)
-            .ok_or(SubsetError::Malformed("type size"))?;
+        found[slot] = Some(Found {
+            size,
+            members: wanted,
+        });
     }
     found
         .into_iter()
@@ -329,9 +328,94 @@ fn find_fields(raw: &[u8]) -> Result<Vec<Found>, SubsetError> {
         .collect()
 }
 
+/// The offsets, in the string section of `len` bytes at `start`, of each of `names`
+/// (BTF deduplicates strings, but nothing here relies on it).
+fn name_offsets<R: Read + Seek>(
+    src: &mut R,
+    start: u64,
+    len: u64,
+    names: &[&str],
+) -> Result<Vec<Vec<u32>>, SubsetError> {
+    src.seek(SeekFrom::Start(start))?;
+    let longest = names.iter().map(|n| n.len()).max().unwrap_or(0);
+    let mut offsets = vec![Vec::new(); names.len()];
+    let mut buf = vec![0u8; 64 << 10];
+    // The string being read: its offset and, while it is short enough to match a name,
+    // its bytes so far.
+    let (mut current_start, mut current, mut too_long) = (0u64, Vec::new(), false);
+    let mut pos = 0u64;
+    while pos < len {
+        let want = usize::try_from(len - pos)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = src.read(&mut buf[..want])?;
+        if n == 0 {
+            return Err(SubsetError::Malformed("truncated strings"));
+        }
+        let mut rest = &buf[..n];
+        let mut at = pos;
+        while !rest.is_empty() {
+            let (piece, ended) = match rest.iter().position(|&b| b == 0) {
+                Some(z) => (&rest[..z], true),
+                None => (rest, false),
+            };
+            if !too_long && current.len() + piece.len() <= longest {
+                current.extend_from_slice(piece);
+            } else {
+                too_long = true;
+            }
+            let used = piece.len() + usize::from(ended);
+            at += used as u64;
+            rest = &rest[used..];
+            if ended {
+                if !too_long && let Some(i) = names.iter().position(|n| n.as_bytes() == current) {
+                    offsets[i].push(u32::try_from(current_start).unwrap_or(u32::MAX));
+                }
+                (current_start, too_long) = (at, false);
+                current.clear();
+            }
+        }
+        pos += n as u64;
+    }
+    Ok(offsets)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Cursor;
+
+    fn fields(raw: &[u8]) -> Result<Vec<Found>, SubsetError> {
+        find_fields(&mut Cursor::new(raw))
+    }
+
+    fn sub(raw: &[u8]) -> Result<Vec<u8>, SubsetError> {
+        subset(&mut Cursor::new(raw))
+    }
+
+    #[test]
+    fn names_are_found_across_read_blocks_and_only_whole() {
+        // Filler pushes the names over the 64 KiB block boundary, one across it.
+        let mut strings = vec![0u8];
+        let mut i = 0;
+        while strings.len() < (64 << 10) - 40 {
+            strings.extend_from_slice(format!("filler_{i}").as_bytes());
+            strings.push(0);
+            i += 1;
+        }
+        // One last filler ends exactly 5 bytes before the boundary.
+        let pad = (64 << 10) - 5 - strings.len() - 1;
+        strings.extend(std::iter::repeat_n(b'x', pad));
+        strings.push(0);
+        let straddling = strings.len() as u32;
+        strings.extend_from_slice(b"task_struct\0pidx\0my_pid\0pid\0");
+        let pid = strings.len() as u32 - 4;
+        let names = ["task_struct", "pid", "tgid"];
+        let found = name_offsets(&mut Cursor::new(&strings), 0, strings.len() as u64, &names)
+            .expect("offsets");
+        assert_eq!(found, vec![vec![straddling], vec![pid], vec![]]);
+        assert!(straddling < (64 << 10) && straddling + 11 > (64 << 10));
+    }
 
     /// A raw BTF blob the way the kernel lays one out, with a few types around the two
     /// structs (a forward declaration of the same name first, as real BTF has).
@@ -385,7 +469,7 @@ mod tests {
             ],
             false,
         );
-        let found = find_fields(&raw).expect("found");
+        let found = fields(&raw).expect("found");
         let offsets = |f: &Found| -> Vec<Option<u32>> {
             f.members.iter().map(|m| m.map(|m| m.bit_offset)).collect()
         };
@@ -397,37 +481,34 @@ mod tests {
         assert_eq!((found[1].size, offsets(&found[1])), (1024, vec![Some(32)]));
         // The subset is BTF with the same structs: read back, it gives the same answers,
         // and the loader's parser takes it.
-        let blob = subset(&raw).expect("subset");
-        assert_eq!(find_fields(&blob).expect("found again"), found);
+        let blob = sub(&raw).expect("subset");
+        assert_eq!(fields(&blob).expect("found again"), found);
         Btf::parse(&blob, Endianness::default()).expect("parses");
     }
 
     #[test]
     fn missing_fields_and_bitfields_are_refused() {
         let no_tgid = kernel_like(&[("pid", 64), ("signal", 128)], false);
-        assert!(matches!(subset(&no_tgid), Err(SubsetError::Missing(m)) if m.contains("tgid")));
+        assert!(matches!(sub(&no_tgid), Err(SubsetError::Missing(m)) if m.contains("tgid")));
         // kind_flag: the top byte is a bitfield size.
         let bitfield = kernel_like(
             &[("pid", (3 << 24) | 64), ("tgid", 96), ("signal", 128)],
             true,
         );
-        assert!(matches!(subset(&bitfield), Err(SubsetError::Malformed(_))));
+        assert!(matches!(sub(&bitfield), Err(SubsetError::Malformed(_))));
         let plain_flagged = kernel_like(&[("pid", 64), ("tgid", 96), ("signal", 128)], true);
-        assert!(
-            subset(&plain_flagged).is_ok(),
-            "kind_flag without bitfields"
-        );
+        assert!(sub(&plain_flagged).is_ok(), "kind_flag without bitfields");
     }
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
         let raw = kernel_like(&[("pid", 64), ("tgid", 96), ("signal", 128)], false);
         for cut in [0, 3, 23, 30, raw.len() - 1] {
-            assert!(find_fields(&raw[..cut]).is_err(), "cut at {cut}");
+            assert!(fields(&raw[..cut]).is_err(), "cut at {cut}");
         }
         let mut bad = raw.clone();
         bad[8..12].copy_from_slice(&u32::MAX.to_ne_bytes());
-        assert!(find_fields(&bad).is_err());
+        assert!(fields(&bad).is_err());
     }
 
     #[test]
@@ -458,8 +539,8 @@ mod tests {
     fn the_running_kernel_has_the_fields() {
         // Every machine this project records on has BTF (the recorder refuses to start
         // without it); an offset the scan got wrong shows in the BPF tests (fork/exit).
-        let raw = std::fs::read(KERNEL_BTF).expect("kernel BTF");
-        let found = find_fields(&raw).expect("fields");
+        let mut file = std::fs::File::open(KERNEL_BTF).expect("kernel BTF");
+        let found = find_fields(&mut file).expect("fields");
         assert!(found.iter().all(|f| f.members.iter().all(Option::is_some)));
         // pid and tgid are adjacent ints in every kernel since 2.6.
         let (pid, tgid) = (found[0].members[0], found[0].members[1]);
