@@ -9,6 +9,7 @@ mod hostile;
 
 use std::ffi::OsString;
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -360,6 +361,7 @@ hostile_cases!(
     stack_1025_frames,
     string_64k_of_esc,
     string_100k,
+    names_not_utf8,
     record_length_u64_max,
     stack_frame_count_u64_max,
     unknown_kinds_over_limit,
@@ -522,6 +524,18 @@ fn hostile_file_names_are_escaped() {
     let r = run(&["info".into(), path.clone().into()]);
     let out = String::from_utf8_lossy(&r.stdout);
     assert!(out.contains("evil\\x1b]0;pwned\\x07"), "{out}");
+    // A file name that is not UTF-8 shows with replacement characters.
+    let not_utf8 = dir().join(std::ffi::OsStr::from_bytes(b"bad-\xff\x1b-name.hsp"));
+    std::fs::write(&not_utf8, b"junk").expect("write");
+    let r = run(&["report".into(), not_utf8.clone().into()]);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("bad-\u{fffd}\\x1b-name.hsp"),
+        "{}",
+        r.stderr
+    );
+    assert_clean("error", &r.stderr);
+    let _ = std::fs::remove_file(&not_utf8);
     let r = run(&["info".into(), dir().join(format!("missing-{name}")).into()]);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(

@@ -658,6 +658,26 @@ pub fn cases() -> Vec<Case> {
         file(&[good(4), raw_rec(kind::STRING, &long_str)]),
         Expect::Samples(4),
     ));
+    // Names that are not UTF-8 (the format's strings must be): the block is corrupt.
+    let mut bad_utf8 = Vec::new();
+    put_u32(&mut bad_utf8, 1);
+    put_u64(&mut bad_utf8, 6);
+    bad_utf8.extend(b"a\xff\xfe\xc0\x80b");
+    let mut bad_thread = Vec::new();
+    put_u32(&mut bad_thread, TID);
+    put_u32(&mut bad_thread, PID);
+    put_u64(&mut bad_thread, 3);
+    bad_thread.extend(b"\x1b\xff]");
+    put_u64(&mut bad_thread, T0);
+    v.push(Case::new(
+        "names_not_utf8",
+        file(&[
+            good(4),
+            concat(&[raw_rec(kind::STRING, &bad_utf8), good(5)]),
+            concat(&[raw_rec(kind::THREAD, &bad_thread), good(6)]),
+        ]),
+        Expect::Samples(4),
+    ));
     // Lengths claiming the most a varint can hold.
     let mut huge_len = Vec::new();
     put_u32(&mut huge_len, kind::STRING);
