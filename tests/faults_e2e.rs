@@ -779,6 +779,7 @@ fn field(status: &str, name: &str) -> String {
 const CAP_DAC_READ_SEARCH: u32 = 2;
 const CAP_SYS_PTRACE: u32 = 19;
 const CAP_SYS_ADMIN: u32 = 21;
+const CAP_SYSLOG: u32 = 34;
 const CAP_BPF: u32 = 39;
 const CAP_CHECKPOINT_RESTORE: u32 = 40;
 
@@ -841,6 +842,7 @@ fn privileges_are_dropped_after_attach_and_unreadable_targets_still_resolve() {
     let allowed = bit(CAP_DAC_READ_SEARCH)
         | bit(CAP_SYS_PTRACE)
         | bit(CAP_CHECKPOINT_RESTORE)
+        | bit(CAP_SYSLOG)
         // Kept only where map reads through held descriptors need it (before 6.5).
         | bit(CAP_BPF);
     for s in &statuses {

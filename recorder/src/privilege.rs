@@ -5,9 +5,10 @@
 //! CAP_SYS_PTRACE for processes of other users or with more capabilities), opens mapped
 //! files through `/proc/PID/map_files/` (CAP_CHECKPOINT_RESTORE, CAP_SYS_ADMIN before
 //! Linux 5.9) and by path (CAP_DAC_READ_SEARCH for files and directories root may not
-//! read by mode), and reads BPF maps through descriptors it already holds (no capability
-//! since Linux 6.5; CAP_BPF before, when unprivileged BPF is disabled: probed, not
-//! guessed). Everything else goes: the effective, permitted, inheritable and ambient sets
+//! read by mode), may read `/proc/kallsyms` when kernel frames cannot be named through BPF
+//! (addresses show as zeros without CAP_SYSLOG), and reads BPF maps and runs its symbol
+//! program through descriptors it already holds (no capability since Linux 6.5; CAP_BPF
+//! before, when unprivileged BPF is disabled: probed, not guessed). Everything else goes: the effective, permitted, inheritable and ambient sets
 //! are cut to that, the bounding set is emptied and `no_new_privs` is set, so not even an
 //! exec could bring anything back.
 //!
@@ -25,6 +26,7 @@ pub const CAP_DAC_READ_SEARCH: u32 = 2;
 pub const CAP_SETPCAP: u32 = 8;
 pub const CAP_SYS_PTRACE: u32 = 19;
 pub const CAP_SYS_ADMIN: u32 = 21;
+pub const CAP_SYSLOG: u32 = 34;
 pub const CAP_BPF: u32 = 39;
 pub const CAP_CHECKPOINT_RESTORE: u32 = 40;
 
@@ -157,7 +159,7 @@ pub fn needed(last_cap: u32) -> u64 {
     } else {
         CAP_SYS_ADMIN
     };
-    bit(CAP_SYS_PTRACE) | bit(CAP_DAC_READ_SEARCH) | bit(map_files)
+    bit(CAP_SYS_PTRACE) | bit(CAP_DAC_READ_SEARCH) | bit(map_files) | bit(CAP_SYSLOG)
 }
 
 /// What the calling thread drops to: kept in `KEEP`, the highest capability in `LAST`.
@@ -359,7 +361,10 @@ mod tests {
         let new = needed(40);
         assert_eq!(
             new,
-            bit(CAP_SYS_PTRACE) | bit(CAP_DAC_READ_SEARCH) | bit(CAP_CHECKPOINT_RESTORE)
+            bit(CAP_SYS_PTRACE)
+                | bit(CAP_DAC_READ_SEARCH)
+                | bit(CAP_CHECKPOINT_RESTORE)
+                | bit(CAP_SYSLOG)
         );
         assert_eq!(new & bit(CAP_SYS_ADMIN), 0);
         // Before CAP_CHECKPOINT_RESTORE (5.9), map_files needs CAP_SYS_ADMIN.
