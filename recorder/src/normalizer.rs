@@ -130,12 +130,11 @@ impl Normalizer {
         addr: u64,
         sink: &mut impl Sink,
     ) -> Result<(ModuleId, u64), FormatError> {
-        let proc_root = self.procs.proc_root().to_path_buf();
         let Some(entry) = self.procs.get_mut(pid) else {
             return Ok((self.jit_module(pid, sink)?, addr));
         };
         let idx = entry.maps.partition_point(|m| m.start <= addr) - 1;
-        let m = entry.maps[idx].clone();
+        let m = &entry.maps[idx];
         let kind = m.kind();
         let offset = match kind {
             MappingKind::File => addr - m.start + m.offset,
@@ -145,6 +144,10 @@ impl Normalizer {
         if let Some(Some(id)) = entry.modules.get(idx) {
             return Ok((*id, offset));
         }
+        // Copied only for a mapping seen for the first time: this runs for every user
+        // frame of every sample, and the known mappings are nearly all of them.
+        let m = m.clone();
+        let proc_root = self.procs.proc_root().to_path_buf();
         let (id, new) = match kind {
             MappingKind::File => {
                 // map_files gives the very file that is mapped, even if the path was
