@@ -1,6 +1,6 @@
 //! The hostile captures of `tests/hostile/mod.rs` through the read path in-process, the
 //! way `view` reads them (the capture, the follower, every view drawn) and the way `info`,
-//! `report` and `diff` do (every format): within 5 s each, under a 512 MB heap limit
+//! `report` and `diff` do (every format): within 5 s of CPU each, under a 512 MB heap limit
 //! enforced by this binary's allocator, with clean output (see `tests/read_path/mod.rs`),
 //! and with the sample count each case must give.
 
