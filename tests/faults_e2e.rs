@@ -38,6 +38,15 @@ fn fixture(name: &str) -> String {
     common::fixture(name).to_string_lossy().into_owned()
 }
 
+/// A copy of a fixture in `dir`: other test files end stray fixtures with `pkill -f
+/// <fixture path>`, which must not hit this file's long-running targets when test
+/// binaries run side by side.
+fn private_fixture(name: &str, dir: &Path) -> String {
+    let dst = dir.join(name);
+    std::fs::copy(common::fixture(name), &dst).expect("copy fixture");
+    dst.to_string_lossy().into_owned()
+}
+
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
@@ -195,7 +204,7 @@ impl Rng {
 fn sigkill_at_random_moments_leaves_exactly_what_was_flushed() {
     const ROUNDS: usize = 50;
     let d = tmp();
-    let busy = fixture("busy");
+    let busy = private_fixture("busy", d.path());
     let _g = serial();
     let (mut rng, seed) = Rng::new();
     let started = Instant::now();
@@ -216,8 +225,13 @@ fn sigkill_at_random_moments_leaves_exactly_what_was_flushed() {
         // The whole group: the recorder and busy, which would otherwise run on.
         signal_group(&rec, libc::SIGKILL);
         let _ = rec.wait();
+        let mut stderr = String::new();
+        if let Some(mut e) = rec.stderr.take() {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut stderr);
+        }
         let flushed = FlushLog::read(&log);
-        let ctx = format!("round {round} (seed {seed}, kill after {delay} ms)");
+        let ctx = format!("round {round} (seed {seed}, kill after {delay} ms; stderr: {stderr:?})");
         let Ok(bytes) = std::fs::read(&out) else {
             no_file += 1;
             assert!(
@@ -378,7 +392,7 @@ fn logged_number(stderr: &str, prefix: &str) -> u64 {
 fn a_target_that_execs_keeps_both_names_and_both_images() {
     let d = tmp();
     let out = d.path().join("exec.hsp");
-    let busy = fixture("busy");
+    let busy = private_fixture("busy", d.path());
     let _g = serial();
     let res = run_ok(hotspot().arg("record").arg("-o").arg(&out).args([
         "--",
@@ -654,7 +668,7 @@ fn blocked_in_write(pid: u32) -> bool {
 #[test]
 fn ctrl_c_twice_during_the_final_flush_still_finishes_the_capture() {
     let d = tmp();
-    let busy = fixture("busy");
+    let busy = private_fixture("busy", d.path());
     let _g = serial();
     let mut round = 0;
     // Milliseconds between the two signals; `None`: the second comes once the recorder is
@@ -910,7 +924,8 @@ fn a_started_command_keeps_its_own_privileges() {
     let log = d.path().join("child.log");
     let ours = std::fs::read_to_string("/proc/self/status").expect("status");
     let _g = serial();
-    let mut rec = spawn_recorder(&[], &out, &log, &[&fixture("busy"), "1.5"]);
+    let busy = private_fixture("busy", d.path());
+    let mut rec = spawn_recorder(&[], &out, &log, &[&busy, "1.5"]);
     wait_for_first_block(&log, &mut rec);
     let children =
         std::fs::read_to_string(format!("/proc/{}/task/{}/children", rec.id(), rec.id()))
