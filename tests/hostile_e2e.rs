@@ -545,3 +545,56 @@ fn hostile_file_names_are_escaped() {
     );
     assert_clean("error", &r.stderr);
 }
+
+/// `--from`/`--to` (seconds and wall-clock times) and thread filters on captures whose
+/// times are extreme: a report, or a one-line error such as an empty range.
+#[test]
+fn filters_on_extreme_times() {
+    let filters: &[&[&str]] = &[
+        &["--from", "0.001", "--to", "3600"],
+        &["--from", "2026-11-29T08:30:05Z"],
+        &["--to", "00:00:01"],
+        &["--from", "999999999"],
+        &["--tid", "4243", "--no-kernel"],
+        &["--thread", "worker", "--pid", "4242"],
+    ];
+    for name in [
+        "times_extreme",
+        "times_all_at_max",
+        "times_all_at_zero",
+        "times_backwards_zero_session",
+        "duplicate_definitions",
+    ] {
+        let case = by_name(name);
+        let path = dir().join(format!("filters-{name}.hsp"));
+        std::fs::write(&path, &case.bytes).expect("write");
+        for f in filters {
+            for format in ["text", "json", "speedscope"] {
+                let mut argv: Vec<OsString> = vec![
+                    "report".into(),
+                    path.clone().into(),
+                    "--format".into(),
+                    format.into(),
+                ];
+                argv.extend(f.iter().map(OsString::from));
+                let r = run(&argv);
+                let what = format!("{name} {format} {f:?}");
+                assert!(r.status.signal().is_none(), "{what}: {}", r.stderr);
+                assert_ne!(r.status.code(), Some(101), "{what}: {}", r.stderr);
+                assert!(r.cpu < CPU_LIMIT, "{what}: {:?} of CPU", r.cpu);
+                assert_clean(&what, &r.stderr);
+                if r.status.success() {
+                    let out = String::from_utf8(r.stdout).expect("utf-8");
+                    assert_clean(&what, &out);
+                    if format != "text" {
+                        serde_json::from_str::<serde_json::Value>(&out)
+                            .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    }
+                } else {
+                    assert_eq!(r.stderr.lines().count(), 1, "{what}: {}", r.stderr);
+                }
+            }
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+}
