@@ -40,7 +40,10 @@ fn main() {
     if let Err(e) = result {
         // One line: the chain of causes joined, no backtrace; escaped, since it may quote
         // a file name or a capture's contents.
-        eprintln!(
+        // Not eprintln: a closed stderr must not turn an error into a panic.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
             "hotspot: {}",
             hotspot_replay::sanitize::display(&format_error(&e))
         );

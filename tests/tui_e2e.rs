@@ -216,3 +216,74 @@ fn live_profiles_a_command_and_quits_cleanly() {
     let log = std::fs::read_to_string(kept.with_extension("log")).expect("command output kept");
     assert!(log.contains("phased: phase_one start_ns="), "{log}");
 }
+
+/// Waits until process `pid` is gone (or fails after `limit`).
+fn wait_gone(pid: &str, limit: Duration, what: &str) {
+    let start = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // A zombie has finished; only its parent has not reaped it yet.
+        if state.split_whitespace().nth(2) == Some("Z") {
+            return;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{what} (pid {pid}) still running {limit:?} after its terminal closed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn closing_the_terminal_ends_the_views_and_finishes_a_live_capture() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A view in its own session: its terminal is not its controlling one, so no SIGHUP
+    // comes; reading input then gives EOF forever.
+    let pidfile = dir.path().join("view.pid");
+    let t = Tmux::start("hup-view");
+    t.type_line(&format!(
+        "setsid -w sh -c 'echo $$ > {}; exec {} view {}'",
+        pidfile.display(),
+        hotspot(),
+        quote(&fixture_capture("phased"))
+    ));
+    t.wait_for("the flat view", Duration::from_secs(10), |s| {
+        s.contains("p3_leaf")
+    });
+    let pid = std::fs::read_to_string(&pidfile).expect("pid file");
+    drop(t);
+    wait_gone(pid.trim(), Duration::from_secs(5), "hotspot view");
+
+    // Live, as the pane's own process: SIGHUP, then a terminal that fails every write.
+    let phased = common::fixture("phased");
+    let kept = dir.path().join("live.hsp");
+    let pidfile = dir.path().join("live.pid");
+    let t = Tmux::start("hup-live");
+    t.type_line(&format!(
+        "echo $$ > {}; exec {} live -o {} -- {} 30",
+        pidfile.display(),
+        hotspot(),
+        quote(&kept),
+        quote(&phased)
+    ));
+    t.wait_for("the fixture's functions", Duration::from_secs(10), |s| {
+        s.contains("p1_leaf")
+    });
+    let pid = std::fs::read_to_string(&pidfile).expect("pid file");
+    drop(t);
+    wait_gone(pid.trim(), Duration::from_secs(10), "hotspot live");
+    let out = Command::new(hotspot())
+        .args(["info", "--json"])
+        .arg(&kept)
+        .output()
+        .expect("hotspot info");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "info failed: {text}");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("info --json is JSON");
+    assert_eq!(
+        v.pointer("/ending/clean"),
+        Some(&serde_json::Value::Bool(true)),
+        "the live capture was not finished: {text}"
+    );
+}

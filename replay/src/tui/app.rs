@@ -43,6 +43,16 @@ pub enum TuiError {
     Capture(#[from] ReplayError),
 }
 
+/// Terminal input or output, or `None` when it failed because the terminal went away (the hang-up
+/// watcher sets `stop` and makes input fail, since crossterm would read EOF forever).
+fn input<T>(r: std::io::Result<T>, stop: &AtomicBool) -> std::io::Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(_) if stop.load(Ordering::SeqCst) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// How often the views redraw while a big capture is still being read in.
 const CATCH_UP_DRAW: Duration = Duration::from_millis(100);
 
@@ -97,11 +107,14 @@ pub fn view(
         if dirty && due {
             last_draw = Some(now);
             state.refresh();
-            let drawn = term
-                .terminal
-                .draw(|f| draw(&state, f.buffer_mut(), now))?
-                .buffer
-                .clone();
+            let Some(frame) = input(
+                term.terminal.draw(|f| draw(&state, f.buffer_mut(), now)),
+                stop,
+            )?
+            else {
+                return Ok(());
+            };
+            let drawn = frame.buffer.clone();
             if state.opts.links.is_some() {
                 overlay_links(term, &state, &drawn)?;
             }
@@ -121,11 +134,17 @@ pub fn view(
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(100))
         };
-        if !event::poll(wait)? {
+        let Some(ready) = input(event::poll(wait), stop)? else {
+            return Ok(());
+        };
+        if !ready {
             continue;
         }
         let now = Instant::now();
-        let action = match event::read()? {
+        let Some(ev) = input(event::read(), stop)? else {
+            return Ok(());
+        };
+        let action = match ev {
             TermEvent::Key(k) => handle(&mut state, k, now),
             TermEvent::Mouse(m) => handle_mouse(&mut state, m, now),
             TermEvent::Resize(w, h) => {
@@ -202,10 +221,16 @@ pub fn pick(
         if stop.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        if !event::poll(Duration::from_millis(100))? {
+        let Some(ready) = input(event::poll(Duration::from_millis(100)), stop)? else {
+            return Ok(None);
+        };
+        if !ready {
             continue;
         }
-        let action = match event::read()? {
+        let Some(ev) = input(event::read(), stop)? else {
+            return Ok(None);
+        };
+        let action = match ev {
             TermEvent::Key(k) => picker::handle(&mut p, k),
             TermEvent::Mouse(m) => picker::handle_mouse(&mut p, m),
             TermEvent::Resize(w, h) => {
