@@ -14,7 +14,7 @@
 //! the caller then supplies its own with `.btf()`; [`loader_without_kernel_btf`] makes it
 //! skip that parse.
 
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use aya::{Btf, EbpfLoader, Endianness};
@@ -238,7 +238,6 @@ fn find_fields<R: Read + Seek>(src: &mut R) -> Result<Vec<Found>, SubsetError> {
     let mut head = [0u8; HEADER_LEN];
     src.read_exact(&mut head)
         .map_err(|_| SubsetError::Malformed("short header"))?;
-    let word = |b: &[u8], at: usize| u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
     if u16::from_ne_bytes([head[0], head[1]]) != MAGIC {
         return Err(SubsetError::Malformed("not native-endian BTF"));
     }
@@ -263,29 +262,23 @@ fn find_fields<R: Read + Seek>(src: &mut R) -> Result<Vec<Found>, SubsetError> {
     };
 
     src.seek(SeekFrom::Start(hdr_len + type_off))?;
-    let mut types = BufReader::with_capacity(256 << 10, src);
-    let truncated = |_| SubsetError::Malformed("truncated type");
-    let mut left = type_len;
+    let mut types = Blocks::new(src, type_len);
     let mut found: Vec<Option<Found>> = vec![None; FIELDS.len()];
-    while left > 0 {
-        let mut t = [0u8; 12];
-        types.read_exact(&mut t).map_err(truncated)?;
-        let (name, info, size) = (word(&t, 0), word(&t, 4), word(&t, 8));
+    while types.left() > 0 {
+        let t = types.take(12)?;
+        let (name, info, size) = (word(t, 0), word(t, 4), word(t, 8));
         let kind = (info >> 24) & 0x1f;
-        let vlen = u64::from(info & 0xffff);
+        let vlen = info & 0xffff;
         let kind_flag = info >> 31 != 0;
         let extra = match kind {
             KIND_INT | KIND_VAR | KIND_DECL_TAG => 4,
             KIND_ARRAY => 12,
-            KIND_STRUCT | KIND_UNION | KIND_DATASEC | KIND_ENUM64 => 12 * vlen,
-            KIND_ENUM | KIND_FUNC_PROTO => 8 * vlen,
+            KIND_STRUCT | KIND_UNION | KIND_DATASEC | KIND_ENUM64 => 12 * vlen as usize,
+            KIND_ENUM | KIND_FUNC_PROTO => 8 * vlen as usize,
             // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG.
             2 | 7..=12 | 16 | 18 => 0,
             _ => return Err(SubsetError::Malformed("unknown type kind")),
         };
-        left = left
-            .checked_sub(12 + extra)
-            .ok_or(SubsetError::Malformed("type size"))?;
         let slot = (kind == KIND_STRUCT && vlen > 0)
             .then(|| {
                 found
@@ -295,14 +288,12 @@ fn find_fields<R: Read + Seek>(src: &mut R) -> Result<Vec<Found>, SubsetError> {
             })
             .flatten();
         let Some(slot) = slot else {
-            types.seek_relative(extra as i64)?;
+            types.skip(extra)?;
             continue;
         };
-        let mut members = vec![0u8; extra as usize];
-        types.read_exact(&mut members).map_err(truncated)?;
         let fields = FIELDS[slot].1;
         let mut wanted = vec![None; fields.len()];
-        for m in members.chunks_exact(12) {
+        for m in types.take(extra)?.chunks_exact(12) {
             let (m_name, m_off) = (word(m, 0), word(m, 8));
             if let Some(i) = fields.iter().position(|f| name_is(m_name, f)) {
                 // With kind_flag the top 8 bits are a bitfield size.
@@ -326,6 +317,94 @@ fn find_fields<R: Read + Seek>(src: &mut R) -> Result<Vec<Found>, SubsetError> {
         .zip(FIELDS)
         .map(|(f, (name, _))| f.ok_or_else(|| SubsetError::Missing(format!("struct {name}"))))
         .collect()
+}
+
+/// A native-endian 32-bit word at `at` (callers checked the length).
+fn word(b: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// A section read a block at a time into one reused buffer, taken in pieces: a read or a
+/// copy per type record cost more than the scan itself.
+struct Blocks<'a, R> {
+    src: &'a mut R,
+    buf: Vec<u8>,
+    /// The unconsumed bytes are `buf[start..end]`.
+    start: usize,
+    end: usize,
+    /// Bytes of the section not read into `buf` yet.
+    unread: u64,
+}
+
+impl<'a, R: Read + Seek> Blocks<'a, R> {
+    fn new(src: &'a mut R, len: u64) -> Self {
+        Blocks {
+            src,
+            buf: vec![0; 256 << 10],
+            start: 0,
+            end: 0,
+            unread: len,
+        }
+    }
+
+    /// Bytes of the section not consumed yet.
+    fn left(&self) -> u64 {
+        self.unread + (self.end - self.start) as u64
+    }
+
+    /// The next `n` bytes.
+    fn take(&mut self, n: usize) -> Result<&[u8], SubsetError> {
+        if self.end - self.start < n {
+            if n as u64 > self.left() {
+                return Err(SubsetError::Malformed("truncated type"));
+            }
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.buf.len() < n {
+                self.buf.resize(n, 0);
+            }
+            while self.end < n {
+                let want = usize::try_from(self.unread)
+                    .unwrap_or(usize::MAX)
+                    .min(self.buf.len() - self.end);
+                let got = self.src.read(&mut self.buf[self.end..self.end + want])?;
+                if got == 0 {
+                    return Err(SubsetError::Malformed("truncated type"));
+                }
+                self.end += got;
+                self.unread -= got as u64;
+            }
+        }
+        let piece = &self.buf[self.start..self.start + n];
+        self.start += n;
+        Ok(piece)
+    }
+
+    /// Passes over the next `n` bytes.
+    fn skip(&mut self, n: usize) -> Result<(), SubsetError> {
+        let buffered = self.end - self.start;
+        if n <= buffered {
+            self.start += n;
+            return Ok(());
+        }
+        let beyond = (n - buffered) as u64;
+        if beyond > self.unread {
+            return Err(SubsetError::Malformed("truncated type"));
+        }
+        self.src.seek(SeekFrom::Current(beyond as i64))?;
+        self.unread -= beyond;
+        (self.start, self.end) = (0, 0);
+        Ok(())
+    }
+}
+
+/// Where the first NUL of `bytes` is. glibc's memchr is vectorised; looking at each
+/// byte in turn was most of the cost of streaming the ~2.5 MB string section.
+fn find_nul(bytes: &[u8]) -> Option<usize> {
+    // SAFETY: memchr reads at most `bytes.len()` bytes from the start of a live slice.
+    let at = unsafe { libc::memchr(bytes.as_ptr().cast(), 0, bytes.len()) };
+    (!at.is_null()).then(|| at as usize - bytes.as_ptr() as usize)
 }
 
 /// The offsets, in the string section of `len` bytes at `start`, of each of `names`
@@ -355,7 +434,7 @@ fn name_offsets<R: Read + Seek>(
         let mut rest = &buf[..n];
         let mut at = pos;
         while !rest.is_empty() {
-            let (piece, ended) = match rest.iter().position(|&b| b == 0) {
+            let (piece, ended) = match find_nul(rest) {
                 Some(z) => (&rest[..z], true),
                 None => (rest, false),
             };
@@ -391,6 +470,25 @@ mod tests {
 
     fn sub(raw: &[u8]) -> Result<Vec<u8>, SubsetError> {
         subset(&mut Cursor::new(raw))
+    }
+
+    #[test]
+    fn blocks_take_and_skip_across_reads() {
+        let data: Vec<u8> = (0..700_000u32).map(|i| (i % 251) as u8).collect();
+        let mut src = Cursor::new(&data);
+        src.set_position(10);
+        let mut b = Blocks::new(&mut src, 690_000);
+        assert_eq!(b.take(12).expect("take"), &data[10..22]);
+        // Within the buffer, then past it (a seek).
+        b.skip(100).expect("skip");
+        assert_eq!(b.take(4).expect("take"), &data[122..126]);
+        b.skip(300_000).expect("skip");
+        assert_eq!(b.take(3).expect("take"), &data[300_126..300_129]);
+        // Bigger than the buffer: it grows.
+        let big = b.take(300_000).expect("take").to_vec();
+        assert_eq!(big, &data[300_129..600_129]);
+        assert_eq!(b.left(), 690_000 - 600_119);
+        assert!(b.take(100_000).is_err(), "past the section's end");
     }
 
     #[test]
