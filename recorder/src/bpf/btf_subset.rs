@@ -230,10 +230,10 @@ fn push_member(out: &mut Vec<u8>, name: u32, type_id: u32, bit_offset: u32) {
     out.extend_from_slice(&bit_offset.to_ne_bytes());
 }
 
-/// One pass over raw (native-endian) BTF, read a block at a time: the size and member
-/// offsets of each struct in [`FIELDS`], in that order. The string section is streamed
-/// first for the offsets of the names involved; the type section then only compares
-/// numbers, and skips over every type but the structs wanted.
+/// One pass over raw (native-endian) BTF: the size and member offsets of each struct in
+/// [`FIELDS`], in that order. The string section (~2.5 MB) is read whole, so that a
+/// struct's name is one comparison away; the type section is read a block at a time and
+/// every type but the structs wanted is skipped.
 fn find_fields<R: Read + Seek>(src: &mut R) -> Result<Vec<Found>, SubsetError> {
     let mut head = [0u8; HEADER_LEN];
     src.read_exact(&mut head)
@@ -247,18 +247,17 @@ fn find_fields<R: Read + Seek>(src: &mut R) -> Result<Vec<Found>, SubsetError> {
         return Err(SubsetError::Malformed("short header"));
     }
 
-    // Names: the structs', then each struct's members'.
-    let names: Vec<&str> = FIELDS
-        .iter()
-        .map(|(s, _)| *s)
-        .chain(FIELDS.iter().flat_map(|(_, m)| m.iter().copied()))
-        .collect();
-    let offsets = name_offsets(src, hdr_len + str_off, str_len, &names)?;
+    src.seek(SeekFrom::Start(hdr_len + str_off))?;
+    let mut strings = Vec::new();
+    src.take(str_len).read_to_end(&mut strings)?;
+    if strings.len() as u64 != str_len {
+        return Err(SubsetError::Malformed("truncated strings"));
+    }
     let name_is = |off: u32, want: &str| {
-        names
-            .iter()
-            .position(|n| *n == want)
-            .is_some_and(|i| offsets[i].contains(&off))
+        strings
+            .get(off as usize..)
+            .and_then(|s| s.strip_prefix(want.as_bytes()))
+            .is_some_and(|rest| rest.first() == Some(&0))
     };
 
     src.seek(SeekFrom::Start(hdr_len + type_off))?;
@@ -399,66 +398,6 @@ impl<'a, R: Read + Seek> Blocks<'a, R> {
     }
 }
 
-/// Where the first NUL of `bytes` is. glibc's memchr is vectorised; looking at each
-/// byte in turn was most of the cost of streaming the ~2.5 MB string section.
-fn find_nul(bytes: &[u8]) -> Option<usize> {
-    // SAFETY: memchr reads at most `bytes.len()` bytes from the start of a live slice.
-    let at = unsafe { libc::memchr(bytes.as_ptr().cast(), 0, bytes.len()) };
-    (!at.is_null()).then(|| at as usize - bytes.as_ptr() as usize)
-}
-
-/// The offsets, in the string section of `len` bytes at `start`, of each of `names`
-/// (BTF deduplicates strings, but nothing here relies on it).
-fn name_offsets<R: Read + Seek>(
-    src: &mut R,
-    start: u64,
-    len: u64,
-    names: &[&str],
-) -> Result<Vec<Vec<u32>>, SubsetError> {
-    src.seek(SeekFrom::Start(start))?;
-    let longest = names.iter().map(|n| n.len()).max().unwrap_or(0);
-    let mut offsets = vec![Vec::new(); names.len()];
-    let mut buf = vec![0u8; 64 << 10];
-    // The string being read: its offset and, while it is short enough to match a name,
-    // its bytes so far.
-    let (mut current_start, mut current, mut too_long) = (0u64, Vec::new(), false);
-    let mut pos = 0u64;
-    while pos < len {
-        let want = usize::try_from(len - pos)
-            .unwrap_or(usize::MAX)
-            .min(buf.len());
-        let n = src.read(&mut buf[..want])?;
-        if n == 0 {
-            return Err(SubsetError::Malformed("truncated strings"));
-        }
-        let mut rest = &buf[..n];
-        let mut at = pos;
-        while !rest.is_empty() {
-            let (piece, ended) = match find_nul(rest) {
-                Some(z) => (&rest[..z], true),
-                None => (rest, false),
-            };
-            if !too_long && current.len() + piece.len() <= longest {
-                current.extend_from_slice(piece);
-            } else {
-                too_long = true;
-            }
-            let used = piece.len() + usize::from(ended);
-            at += used as u64;
-            rest = &rest[used..];
-            if ended {
-                if !too_long && let Some(i) = names.iter().position(|n| n.as_bytes() == current) {
-                    offsets[i].push(u32::try_from(current_start).unwrap_or(u32::MAX));
-                }
-                (current_start, too_long) = (at, false);
-                current.clear();
-            }
-        }
-        pos += n as u64;
-    }
-    Ok(offsets)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -489,30 +428,6 @@ mod tests {
         assert_eq!(big, &data[300_129..600_129]);
         assert_eq!(b.left(), 690_000 - 600_119);
         assert!(b.take(100_000).is_err(), "past the section's end");
-    }
-
-    #[test]
-    fn names_are_found_across_read_blocks_and_only_whole() {
-        // Filler pushes the names over the 64 KiB block boundary, one across it.
-        let mut strings = vec![0u8];
-        let mut i = 0;
-        while strings.len() < (64 << 10) - 40 {
-            strings.extend_from_slice(format!("filler_{i}").as_bytes());
-            strings.push(0);
-            i += 1;
-        }
-        // One last filler ends exactly 5 bytes before the boundary.
-        let pad = (64 << 10) - 5 - strings.len() - 1;
-        strings.extend(std::iter::repeat_n(b'x', pad));
-        strings.push(0);
-        let straddling = strings.len() as u32;
-        strings.extend_from_slice(b"task_struct\0pidx\0my_pid\0pid\0");
-        let pid = strings.len() as u32 - 4;
-        let names = ["task_struct", "pid", "tgid"];
-        let found = name_offsets(&mut Cursor::new(&strings), 0, strings.len() as u64, &names)
-            .expect("offsets");
-        assert_eq!(found, vec![vec![straddling], vec![pid], vec![]]);
-        assert!(straddling < (64 << 10) && straddling + 11 > (64 << 10));
     }
 
     /// A raw BTF blob the way the kernel lays one out, with a few types around the two
