@@ -258,7 +258,9 @@ impl Buckets {
     }
 }
 
-/// Merges sorted `src` into sorted `dst`, adding the counts of equal keys.
+/// Merges sorted `src` into sorted `dst`, adding the counts of equal keys. In place, from
+/// the back: a new vector per merge would churn the allocator with bucket-sized blocks,
+/// and the fragments would make the viewer's memory grow with the samples it reads.
 fn merge(dst: &mut Vec<Cell>, src: &[Cell]) {
     if src.is_empty() {
         return;
@@ -267,38 +269,41 @@ fn merge(dst: &mut Vec<Cell>, src: &[Cell]) {
         dst.extend_from_slice(src);
         return;
     }
-    let old = std::mem::take(dst);
-    dst.reserve(old.len() + src.len());
-    let (mut a, mut b) = (old.iter().peekable(), src.iter().peekable());
-    loop {
-        match (a.peek(), b.peek()) {
-            (Some(x), Some(y)) => {
-                if x.key() < y.key() {
-                    dst.push(**x);
-                    a.next();
-                } else if y.key() < x.key() {
-                    dst.push(**y);
-                    b.next();
-                } else {
-                    dst.push(Cell {
-                        count: x.count + y.count,
-                        ..**x
-                    });
-                    a.next();
-                    b.next();
-                }
+    let (a, b) = (dst.len(), src.len());
+    let (mut x, mut y, mut dups) = (0, 0, 0);
+    while x < a && y < b {
+        match dst[x].key().cmp(&src[y].key()) {
+            std::cmp::Ordering::Less => x += 1,
+            std::cmp::Ordering::Greater => y += 1,
+            std::cmp::Ordering::Equal => {
+                dups += 1;
+                x += 1;
+                y += 1;
             }
-            (Some(x), None) => {
-                dst.push(**x);
-                a.next();
-            }
-            (None, Some(y)) => {
-                dst.push(**y);
-                b.next();
-            }
-            (None, None) => break,
         }
     }
+    let n = a + b - dups;
+    dst.resize(n, src[0]);
+    // i, j: how many of dst's old cells and of src are still to place; k: free slots.
+    let (mut i, mut j, mut k) = (a, b, n);
+    while j > 0 {
+        k -= 1;
+        if i > 0 && dst[i - 1].key() > src[j - 1].key() {
+            dst[k] = dst[i - 1];
+            i -= 1;
+        } else if i > 0 && dst[i - 1].key() == src[j - 1].key() {
+            dst[k] = Cell {
+                count: dst[i - 1].count + src[j - 1].count,
+                ..dst[i - 1]
+            };
+            i -= 1;
+            j -= 1;
+        } else {
+            dst[k] = src[j - 1];
+            j -= 1;
+        }
+    }
+    debug_assert_eq!(k, i);
 }
 
 #[cfg(test)]
@@ -363,6 +368,35 @@ mod tests {
         b.extend((n..n + 500_000).map(|i| (i * 1000, (i % 8) as u32, ((i * 7919) % 5000) as u32)));
         assert!(b.cells() <= budget);
         assert_eq!(b.count(0, u64::MAX), n + 500_000);
+    }
+
+    #[test]
+    fn merging_adds_equal_keys_and_keeps_order() {
+        let c = |thread, stack, count| Cell {
+            thread,
+            stack,
+            count,
+        };
+        let mut dst = vec![c(0, 1, 1), c(0, 3, 2), c(1, 0, 5), c(2, 2, 1)];
+        merge(
+            &mut dst,
+            &[c(0, 0, 7), c(0, 3, 1), c(1, 1, 1), c(2, 2, 2), c(3, 0, 1)],
+        );
+        assert_eq!(
+            dst,
+            vec![
+                c(0, 0, 7),
+                c(0, 1, 1),
+                c(0, 3, 3),
+                c(1, 0, 5),
+                c(1, 1, 1),
+                c(2, 2, 3),
+                c(3, 0, 1)
+            ]
+        );
+        let mut all_equal = vec![c(0, 1, 1), c(0, 2, 1)];
+        merge(&mut all_equal, &[c(0, 1, 1), c(0, 2, 1)]);
+        assert_eq!(all_equal, vec![c(0, 1, 2), c(0, 2, 2)]);
     }
 
     #[test]
