@@ -155,22 +155,26 @@ impl Data {
         let mut last: Option<(u32, u32)> = None;
         let (threads, index, capture) = (&mut self.threads, &mut self.thread_index, &self.capture);
         let (stack_ids, stack_index) = (&mut self.stack_ids, &mut self.stack_index);
-        self.buckets.extend(samples.iter().map(|s| {
-            let thread = match last {
-                Some((tid, idx)) if tid == s.tid => idx,
-                _ => {
-                    let idx = thread_idx(threads, index, capture, s.tid);
-                    last = Some((s.tid, idx));
-                    idx
-                }
-            };
-            threads[thread as usize].samples += 1;
-            let stack = *stack_index.entry(s.stack).or_insert_with(|| {
-                stack_ids.push(s.stack);
-                (stack_ids.len() - 1) as u32
-            });
-            (s.time_ns, thread, stack)
-        }));
+        // In block-sized pieces, so that a capture taken in whole (not block by block, as
+        // the viewer reads it) meets the cell budget as it goes, not once at the end.
+        for piece in samples.chunks(1 << 16) {
+            self.buckets.extend(piece.iter().map(|s| {
+                let thread = match last {
+                    Some((tid, idx)) if tid == s.tid => idx,
+                    _ => {
+                        let idx = thread_idx(threads, index, capture, s.tid);
+                        last = Some((s.tid, idx));
+                        idx
+                    }
+                };
+                threads[thread as usize].samples += 1;
+                let stack = *stack_index.entry(s.stack).or_insert_with(|| {
+                    stack_ids.push(s.stack);
+                    (stack_ids.len() - 1) as u32
+                });
+                (s.time_ns, thread, stack)
+            }));
+        }
         // Thread names may have arrived after the first sample.
         for t in &mut self.threads {
             if let Some(info) = self.capture.threads.get(&t.tid) {
