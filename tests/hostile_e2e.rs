@@ -598,3 +598,102 @@ fn filters_on_extreme_times() {
         let _ = std::fs::remove_file(&path);
     }
 }
+
+/// `report --format json` of a case, parsed.
+fn report_json(name: &str) -> serde_json::Value {
+    let case = by_name(name);
+    let path = dir().join(format!("content-{name}.hsp"));
+    std::fs::write(&path, &case.bytes).expect("write");
+    let r = run(&[
+        "report".into(),
+        path.clone().into(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    let _ = std::fs::remove_file(&path);
+    assert!(r.status.success(), "{name}: {}", r.stderr);
+    serde_json::from_slice(&r.stdout).expect("JSON")
+}
+
+/// Repeated definitions: the first one wins, whatever the later ones say (SPEC.md §7.2).
+#[test]
+fn duplicate_definitions_keep_the_first() {
+    let v = report_json("duplicate_definitions");
+    assert_eq!(v["totals"]["samples"], 60);
+    assert_eq!(v["session"]["freq_hz"], 499, "the first session header");
+    let functions = v["functions"].as_array().expect("functions");
+    // Stack 0 is frame 0 alone (not frames 3, 2, 1, 0), named by the first string 1.
+    assert_eq!(functions.len(), 1, "{functions:?}");
+    assert_eq!(functions[0]["name"], "first_name");
+    assert_eq!(functions[0]["self"], 60);
+}
+
+/// Ids nobody defined: samples of an undefined stack count as lost to damage, frames of
+/// an undefined frame or module still count, under placeholder names.
+#[test]
+fn ids_out_of_range_are_counted_not_dropped() {
+    let v = report_json("ids_out_of_range");
+    assert_eq!(v["totals"]["samples"], 6);
+    assert_eq!(v["totals"]["unknown_stack_samples"], 1, "stack 12345");
+    let modules: Vec<(&str, &str)> = v["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .filter_map(|f| Some((f["name"].as_str()?, f["module"].as_str()?)))
+        .collect();
+    // Frame u32::MAX is undefined; frame 77's module is undefined.
+    for want in [
+        ("??", "[unknown frame]"),
+        ("??", "[unknown]"),
+        ("fn_0", "victim"),
+    ] {
+        assert!(modules.contains(&want), "{want:?} missing from {modules:?}");
+    }
+    // The stack formats place every sample: the empty stack and the undefined one too.
+    let case = by_name("ids_out_of_range");
+    let path = dir().join("content-ids-folded.hsp");
+    std::fs::write(&path, &case.bytes).expect("write");
+    let r = run(&[
+        "report".into(),
+        path.clone().into(),
+        "--format".into(),
+        "folded".into(),
+    ]);
+    let _ = std::fs::remove_file(&path);
+    let folded = String::from_utf8(r.stdout).expect("utf-8");
+    assert!(folded.lines().any(|l| l == "[no frames] 1"), "{folded}");
+    assert!(
+        folded.lines().any(|l| l == "[stack lost to damage] 1"),
+        "{folded}"
+    );
+    let total: u64 = folded
+        .lines()
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum();
+    assert_eq!(total, 6, "{folded}");
+}
+
+/// A truncated capture reads its complete blocks: their samples, named.
+#[test]
+fn a_truncated_capture_reports_its_complete_blocks() {
+    let (bytes, ends) = hostile::written(3, 120);
+    let cut = (ends[1].0 + ends[2].0) / 2;
+    let path = dir().join("content-truncated.hsp");
+    std::fs::write(&path, &bytes[..cut as usize]).expect("write");
+    let r = run(&[
+        "report".into(),
+        path.clone().into(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    let _ = std::fs::remove_file(&path);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).expect("JSON");
+    assert_eq!(v["capture"]["ending"], "truncated");
+    assert_eq!(v["totals"]["samples"], ends[1].1);
+    // The written stacks cycle over fn_0 … fn_3 as leaves: each a quarter of the samples.
+    for f in v["functions"].as_array().expect("functions") {
+        if f["self"].as_u64() != Some(0) {
+            assert_eq!(f["self"].as_u64(), Some(ends[1].1 / 4), "{f}");
+        }
+    }
+}
