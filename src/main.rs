@@ -2,8 +2,10 @@
 
 mod cli;
 mod demo;
+mod hangup;
 mod live;
 mod open;
+mod output;
 mod process_list;
 mod record;
 mod signals;
@@ -87,7 +89,7 @@ fn info(args: cli::InfoArgs) -> anyhow::Result<()> {
     } else {
         hotspot_replay::info::scan_text(&scan)
     };
-    emit(out.as_bytes(), None, false)
+    output::write_to(None, false, |w| Ok(w.write_all(out.as_bytes())?))
 }
 
 fn report(args: cli::ReportArgs) -> anyhow::Result<()> {
@@ -105,15 +107,20 @@ fn report(args: cli::ReportArgs) -> anyhow::Result<()> {
         selection.scan_options(args.format == F::Speedscope),
     )?;
     let slice = Slice::new(&scan, &selection)?;
-    let out = match args.format {
-        F::Text => hotspot_replay::report::text(&slice, args.top.unwrap_or(30)).into_bytes(),
-        F::Json => json::report(&slice, args.top).into_bytes(),
-        F::Folded => folded::text(&slice).into_bytes(),
-        F::Svg => svg::render(&slice)?,
-        F::Pprof => pprof::encode(&slice)?,
-        F::Speedscope => speedscope::render(&slice).into_bytes(),
-    };
-    emit(&out, args.output.as_deref(), args.format == F::Pprof)
+    let binary = args.format == F::Pprof;
+    output::write_to(args.output.as_deref(), binary, |w| {
+        match args.format {
+            F::Text => w.write_all(
+                hotspot_replay::report::text(&slice, args.top.unwrap_or(30)).as_bytes(),
+            )?,
+            F::Json => json::write(&slice, args.top, w)?,
+            F::Folded => folded::write(&slice, w)?,
+            F::Svg => svg::write(&slice, w)?,
+            F::Pprof => pprof::write(&slice, w)?,
+            F::Speedscope => speedscope::write(&slice, w)?,
+        }
+        Ok(())
+    })
 }
 
 fn diff(args: cli::DiffArgs) -> anyhow::Result<()> {
@@ -124,38 +131,16 @@ fn diff(args: cli::DiffArgs) -> anyhow::Result<()> {
     let base =
         Slice::new(&base_scan, &selection).with_context(|| args.base.display().to_string())?;
     let new = Slice::new(&new_scan, &selection).with_context(|| args.new.display().to_string())?;
-    let out = match args.format {
-        cli::DiffFormat::Text => diff::text(&diff::diff(&base, &new), args.top.unwrap_or(30)),
-        cli::DiffFormat::Json => diff::json(&diff::diff(&base, &new), args.top),
-        cli::DiffFormat::Folded => diff::folded(&base, &new),
-    };
-    emit(out.as_bytes(), args.output.as_deref(), false)
-}
-
-/// Writes an output to `-o OUT` (`-` is stdout) or stdout. A binary output refuses a
-/// terminal; an existing capture is never overwritten; a closed pipe is not an error.
-fn emit(bytes: &[u8], output: Option<&Path>, binary: bool) -> anyhow::Result<()> {
-    use std::io::{IsTerminal, Write};
-    if let Some(path) = output.filter(|p| *p != Path::new("-")) {
-        let mut head = [0u8; 8];
-        let is_capture = std::fs::File::open(path)
-            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-            .is_ok_and(|()| head == hotspot_format::header::MAGIC);
-        if is_capture {
-            anyhow::bail!(
-                "{} is a capture: refusing to overwrite it with a report",
-                path.display()
-            );
+    output::write_to(args.output.as_deref(), false, |w| {
+        match args.format {
+            cli::DiffFormat::Text => w.write_all(
+                diff::text(&diff::diff(&base, &new), args.top.unwrap_or(30)).as_bytes(),
+            )?,
+            cli::DiffFormat::Json => {
+                w.write_all(diff::json(&diff::diff(&base, &new), args.top).as_bytes())?
+            }
+            cli::DiffFormat::Folded => diff::write_folded(&base, &new, w)?,
         }
-        return std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()));
-    }
-    let stdout = std::io::stdout();
-    if binary && stdout.is_terminal() {
-        anyhow::bail!("pprof output is binary: write it to a file with -o OUT, or pipe it");
-    }
-    let mut lock = stdout.lock();
-    match lock.write_all(bytes).and_then(|()| lock.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing to stdout"),
-    }
+        Ok(())
+    })
 }

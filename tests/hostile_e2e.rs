@@ -30,16 +30,27 @@ const MEMORY: u64 = 512 << 20;
 #[derive(Debug)]
 struct Run {
     status: std::process::ExitStatus,
+    /// The output, or its first `keep` bytes (see [`run_keeping`]).
     stdout: Vec<u8>,
+    /// Bytes and newlines written to stdout in all.
+    stdout_len: u64,
+    stdout_lines: u64,
+    /// Its last bytes (up to 64).
+    stdout_tail: Vec<u8>,
     stderr: String,
     /// User and system CPU time.
     cpu: Duration,
 }
 
 /// Runs `hotspot ARGS` with the address-space limit; fails the test on a hang.
+fn run(args: &[OsString]) -> Run {
+    run_keeping(args, usize::MAX)
+}
+
+/// [`run`], keeping only the first `keep` bytes of stdout (all of it is counted).
 // The child is reaped by `wait4` (which std does not know of), for its CPU time.
 #[allow(clippy::zombie_processes)]
-fn run(args: &[OsString]) -> Run {
+fn run_keeping(args: &[OsString], keep: usize) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotspot"));
     cmd.args(args)
         .stdin(Stdio::null())
@@ -64,9 +75,20 @@ fn run(args: &[OsString]) -> Run {
     let mut out = child.stdout.take().expect("stdout");
     let mut err = child.stderr.take().expect("stderr");
     let reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
+        let (mut v, mut len, mut lines, mut tail) = (Vec::new(), 0u64, 0u64, Vec::new());
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n) = out.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let got = &buf[..n];
+            len += n as u64;
+            lines += got.iter().filter(|&&b| b == b'\n').count() as u64;
+            v.extend_from_slice(&got[..n.min(keep.saturating_sub(v.len()))]);
+            tail.extend_from_slice(&got[n.saturating_sub(64)..]);
+            tail.drain(..tail.len().saturating_sub(64));
+        }
+        (v, len, lines, tail)
     });
     let err_reader = std::thread::spawn(move || {
         let mut v = Vec::new();
@@ -96,9 +118,13 @@ fn run(args: &[OsString]) -> Run {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
+    let (stdout, stdout_len, stdout_lines, stdout_tail) = reader.join().expect("stdout reader");
     Run {
         status,
-        stdout: reader.join().expect("stdout reader"),
+        stdout,
+        stdout_len,
+        stdout_lines,
+        stdout_tail,
         stderr: String::from_utf8_lossy(&err_reader.join().expect("stderr reader")).into_owned(),
         cpu,
     }
@@ -396,6 +422,141 @@ fn paths_that_are_not_capture_files() {
             check("not-a-file", &Expect::Error(text), path, cmd);
         }
     }
+}
+
+/// Deep stacks of long names: folded text repeats each name on every stack it is on, the
+/// JSON tree on every node, so captures of a few hundred kilobytes have outputs larger than
+/// the memory limit. Outputs must be written while they are produced (they used to be built
+/// whole in memory, and such a command died under the limit), and the other formats must
+/// stay within it on the same captures.
+#[test]
+fn outputs_larger_than_the_memory_limit_are_streamed() {
+    const SHARED: u32 = 600;
+    const ROTATED: u32 = 240;
+    let shared = Case::new(
+        "shared_prefix_stacks",
+        hostile::shared_prefix_stacks(SHARED),
+        Expect::Samples(u64::from(SHARED)),
+    );
+    let rotated = Case::new(
+        "rotated_deep_stacks",
+        hostile::many_deep_stacks(ROTATED),
+        Expect::Samples(u64::from(ROTATED)),
+    );
+    let lines = |n: u32| Some(u64::from(n));
+    // (case, label, arguments, output larger than the memory limit, lines the output has)
+    type StreamRun<'a> = (&'a Case, &'a str, &'a [&'a str], bool, Option<u64>);
+    let runs: [StreamRun; 9] = [
+        (
+            &shared,
+            "report folded",
+            &["report", "--format", "folded"],
+            true,
+            lines(SHARED),
+        ),
+        (
+            &shared,
+            "diff folded",
+            &["diff", "--format", "folded"],
+            true,
+            lines(SHARED),
+        ),
+        (
+            &shared,
+            "report json",
+            &["report", "--format", "json"],
+            false,
+            None,
+        ),
+        (
+            &shared,
+            "report svg",
+            &["report", "--format", "svg"],
+            false,
+            None,
+        ),
+        (
+            &shared,
+            "report speedscope",
+            &["report", "--format", "speedscope"],
+            false,
+            Some(1),
+        ),
+        (&shared, "report", &["report"], false, None),
+        (
+            &rotated,
+            "report json",
+            &["report", "--format", "json"],
+            true,
+            None,
+        ),
+        (
+            &rotated,
+            "report folded",
+            &["report", "--format", "folded"],
+            false,
+            lines(ROTATED),
+        ),
+        (
+            &rotated,
+            "report svg",
+            &["report", "--format", "svg"],
+            false,
+            None,
+        ),
+    ];
+    let shared_path = write_case(&shared);
+    let rotated_path = write_case(&rotated);
+    for (case, label, args, big, lines) in runs {
+        let path = if case.name == shared.name {
+            &shared_path
+        } else {
+            &rotated_path
+        };
+        let mut argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+        argv.insert(1, path.into());
+        if args[0] == "diff" {
+            argv.insert(2, path.into());
+        }
+        let r = run_keeping(&argv, 4096);
+        let what = format!(
+            "hotspot {label} on {} ({} bytes)",
+            case.name,
+            case.bytes.len()
+        );
+        assert!(
+            r.status.success(),
+            "{what}: {:?}, stderr: {}",
+            r.status,
+            r.stderr
+        );
+        assert!(r.cpu < CPU_LIMIT, "{what}: took {:?} of CPU", r.cpu);
+        if big {
+            assert!(
+                r.stdout_len > MEMORY,
+                "{what}: {} bytes of output, expected more than the {MEMORY}-byte limit",
+                r.stdout_len
+            );
+        }
+        if let Some(n) = lines {
+            assert_eq!(r.stdout_lines, n, "{what}: lines");
+        }
+        let end: &[u8] = if label.ends_with("svg") {
+            b"</svg>"
+        } else {
+            b"\n"
+        };
+        assert!(r.stdout_tail.ends_with(end), "{what}: output not finished");
+        assert_clean(&what, &String::from_utf8_lossy(&r.stdout));
+        assert_clean(&what, &String::from_utf8_lossy(&r.stdout_tail));
+        eprintln!(
+            "{what}: {} MB of output, {:?} CPU",
+            r.stdout_len >> 20,
+            r.cpu
+        );
+    }
+    let _ = std::fs::remove_file(&shared_path);
+    let _ = std::fs::remove_file(&rotated_path);
 }
 
 /// A capture cut at many offsets (every block boundary and either side of it, inside the

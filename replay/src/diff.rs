@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::io;
 
 use serde::Serialize;
 
@@ -212,27 +213,34 @@ pub fn json(d: &Diff, top: Option<usize>) -> String {
     s
 }
 
-/// The differential folded format flame-graph tools read: `a;b;c count_base count_new`,
-/// one line per stack found in either capture, sorted.
-pub fn folded(base: &Slice, new: &Slice) -> String {
-    let mut lines: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    for (side, text) in [(0, folded::text(base)), (1, folded::text(new))] {
-        for line in text.lines() {
-            let Some((stack, n)) = line.rsplit_once(' ') else {
-                continue;
-            };
-            let n: u64 = n.parse().unwrap_or(0);
-            let e = lines.entry(stack.to_string()).or_default();
-            if side == 0 {
-                e.0 += n;
-            } else {
-                e.1 += n;
-            }
+/// Writes the differential folded format flame-graph tools read:
+/// `a;b;c count_base count_new`, one line per stack found in either capture, sorted.
+pub fn write_folded(base: &Slice, new: &Slice, w: &mut dyn io::Write) -> io::Result<()> {
+    use std::cmp::Ordering;
+    let mut a = folded::lines(base, usize::MAX).into_iter().peekable();
+    let mut b = folded::lines(new, usize::MAX).into_iter().peekable();
+    loop {
+        let order = match (a.peek(), b.peek()) {
+            (None, None) => return Ok(()),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(x), Some(y)) => folded::cmp_joined(&x.0, &y.0),
+        };
+        let (names, na, nb) = match order {
+            Ordering::Less => a.next().map(|(s, n)| (s, n, 0)),
+            Ordering::Greater => b.next().map(|(s, n)| (s, 0, n)),
+            Ordering::Equal => a.next().zip(b.next()).map(|((s, n), (_, m))| (s, n, m)),
         }
+        .unwrap_or_default();
+        folded::write_stack(w, &names)?;
+        writeln!(w, " {na} {nb}")?;
     }
-    let mut o = String::new();
-    for (stack, (a, b)) in lines {
-        let _ = writeln!(o, "{stack} {a} {b}");
-    }
-    o
+}
+
+/// [`write_folded`] into a string.
+pub fn folded(base: &Slice, new: &Slice) -> String {
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = write_folded(base, new, &mut out);
+    String::from_utf8(out).unwrap_or_default()
 }

@@ -94,24 +94,3 @@ pub fn fold(capture: &Capture, filter: &Filter) -> Folded {
     }
     out
 }
-
-/// `a;b;c N` lines, root first, function names only (sanitised), sorted.
-pub fn folded_text(folded: &Folded) -> String {
-    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
-    for (stack, n) in &folded.stacks {
-        let key = stack
-            .iter()
-            .map(|f| crate::sanitize::display(&f.function).replace(';', ":"))
-            .collect::<Vec<_>>()
-            .join(";");
-        *lines.entry(key).or_default() += n;
-    }
-    let mut out = String::new();
-    for (k, n) in lines {
-        out.push_str(&k);
-        out.push(' ');
-        out.push_str(&n.to_string());
-        out.push('\n');
-    }
-    out
-}

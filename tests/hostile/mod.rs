@@ -1066,3 +1066,46 @@ pub fn many_deep_stacks(n: u32) -> Vec<u8> {
     payloads.push(payload(&stacks, samples(u64::from(n), T0, &ids)));
     file(&payloads)
 }
+
+/// `n` distinct stacks of 1024 frames that share their 1023 outermost frames, each ending
+/// in a leaf of its own, over functions with 1 KiB names (the longest a capture keeps),
+/// each stack sampled once. Folded text repeats the shared frames on every line; the call
+/// tree holds them once.
+pub fn shared_prefix_stacks(n: u32) -> Vec<u8> {
+    let mut recs = program(1);
+    for i in 0..1023 + n {
+        recs.push(Record::String {
+            id: 2000 + i,
+            text: format!("{i:06}{}", "g".repeat(1018)),
+        });
+        recs.push(Record::Frame(Frame {
+            id: 2000 + i,
+            module: 0,
+            addr: FrameAddr::FileOffset(u64::from(i)),
+        }));
+        recs.push(Record::Symbol(Symbol {
+            frame: 2000 + i,
+            function: 2000 + i,
+            loc: SourceLoc {
+                file: None,
+                line: 0,
+            },
+            inlined: Vec::new(),
+        }));
+    }
+    let mut payloads = vec![payload(&recs, Vec::new())];
+    let stacks: Vec<Record> = (0..n)
+        .map(|s| {
+            // Leaf first.
+            let mut frames = vec![2000 + 1023 + s];
+            frames.extend((0..1023).rev().map(|i| 2000 + i));
+            Record::Stack(Stack {
+                id: 3000 + s,
+                frames,
+            })
+        })
+        .collect();
+    let ids: Vec<u32> = (3000..3000 + n).collect();
+    payloads.push(payload(&stacks, samples(u64::from(n), T0, &ids)));
+    file(&payloads)
+}

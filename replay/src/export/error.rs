@@ -32,6 +32,9 @@ pub enum ExportError {
          holds; widen --from/--to or the thread filters)"
     )]
     NoSamples(String),
+    /// An output too large to produce within its memory bound.
+    #[error("{0}")]
+    TooLarge(String),
     /// An exporter's output could not be produced.
     #[error("{what}: {source}")]
     Render {

@@ -1,15 +1,155 @@
 //! Folded stacks (`a;b;c N`, root first, one line per distinct stack of function names,
-//! sorted), the input format of flame-graph tools.
+//! sorted), the input format of flame-graph tools. Written line by line: the text repeats
+//! every name once per stack it is on, so it can be far larger than the capture.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::sync::Arc;
 
 use super::slice::Slice;
-use crate::profile::{Folded, folded_text};
+use crate::sanitize::display;
 
-/// The selected samples as folded lines; their counts add up to the report's total.
+/// One folded line: the displayed names, root first, and the samples.
+pub(crate) type Line = (Vec<Arc<str>>, u64);
+
+/// The selected samples as folded lines, sorted as their text sorts, lines whose text is
+/// the same merged; their counts add up to the report's total. Names longer than
+/// `max_name` bytes are cut (with `…`). Each distinct name is displayed once and shared.
+pub(crate) fn lines(slice: &Slice, max_name: usize) -> Vec<Line> {
+    // Keyed by the name's allocation: stacks share one `Arc` per name of the capture.
+    let mut shown: HashMap<*const u8, (Arc<str>, Arc<str>)> = HashMap::new();
+    let mut out: Vec<Line> = slice
+        .stacks()
+        .into_iter()
+        .map(|(stack, n)| {
+            let names = stack
+                .iter()
+                .map(|f| {
+                    let key = f.function.as_ptr();
+                    let (_, s) = shown
+                        .entry(key)
+                        .or_insert_with(|| (f.function.clone(), shown_name(&f.function, max_name)));
+                    s.clone()
+                })
+                .collect();
+            (names, n)
+        })
+        .collect();
+    out.sort_by(|a, b| cmp_joined(&a.0, &b.0));
+    out.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1 += later.1;
+        }
+        same
+    });
+    out
+}
+
+/// A name as folded text shows it: sanitised, `;` (the separator) replaced, capped.
+fn shown_name(name: &str, max: usize) -> Arc<str> {
+    let mut s = display(name).replace(';', ":");
+    if s.len() > max {
+        let cut = s.floor_char_boundary(max);
+        s.truncate(cut);
+        s.push('…');
+    }
+    s.into()
+}
+
+/// Orders two stacks as the texts `a.join(";")` and `b.join(";")` order, without
+/// building them. Names hold no `;`, so at the first pair of names that differ, either
+/// neither is a prefix of the other (the names decide), or the shorter one's next byte
+/// in the text is `;` (or the end) against a byte of the longer name that is not `;`.
+pub(crate) fn cmp_joined(a: &[Arc<str>], b: &[Arc<str>]) -> Ordering {
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        if Arc::ptr_eq(x, y) || x == y {
+            continue;
+        }
+        let (xb, yb) = (x.as_bytes(), y.as_bytes());
+        if let Some(k) = xb.iter().zip(yb).position(|(p, q)| p != q) {
+            return xb[k].cmp(&yb[k]);
+        }
+        // One is a proper prefix of the other.
+        return if xb.len() < yb.len() {
+            let next = (i + 1 < a.len()).then_some(b';');
+            next.cmp(&Some(yb[xb.len()]))
+        } else {
+            let next = (i + 1 < b.len()).then_some(b';');
+            Some(xb[yb.len()]).cmp(&next)
+        };
+    }
+    a.len().cmp(&b.len())
+}
+
+/// Writes `names` joined by `;`.
+pub(crate) fn write_stack(w: &mut dyn Write, names: &[Arc<str>]) -> io::Result<()> {
+    for (i, n) in names.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b";")?;
+        }
+        w.write_all(n.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Writes the selected samples as folded lines.
+pub fn write(slice: &Slice, w: &mut dyn Write) -> io::Result<()> {
+    for (names, n) in lines(slice, usize::MAX) {
+        write_stack(w, &names)?;
+        writeln!(w, " {n}")?;
+    }
+    Ok(())
+}
+
+/// [`write`] into a string.
 pub fn text(slice: &Slice) -> String {
-    let placed = Folded {
-        stacks: slice.stacks(),
-        total: slice.folded.total,
-        unknown_stacks: 0,
-    };
-    folded_text(&placed)
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = write(slice, &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(names: &[&str]) -> Vec<Arc<str>> {
+        names.iter().map(|&n| Arc::from(n)).collect()
+    }
+
+    #[test]
+    fn stacks_order_as_their_joined_text() {
+        let stacks = [
+            v(&["a"]),
+            v(&["a", "b"]),
+            v(&["a1"]),
+            v(&["a", "1"]),
+            v(&["a!", "b"]),
+            v(&["ab"]),
+            v(&["a", "b", "c"]),
+            v(&["b"]),
+            v(&["a~"]),
+            v(&[]),
+            v(&["a", "ba"]),
+            v(&["a", "b:"]),
+        ];
+        for x in &stacks {
+            for y in &stacks {
+                assert_eq!(
+                    cmp_joined(x, y),
+                    x.join(";").cmp(&y.join(";")),
+                    "{x:?} vs {y:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn long_names_are_cut_at_a_character_boundary() {
+        let s = shown_name(&"é".repeat(10), 5);
+        assert_eq!(&*s, "éé…");
+        assert_eq!(&*shown_name("a;b", 100), "a:b");
+    }
 }

@@ -2,12 +2,17 @@
 //! `docs/json-schema.md` describes every field; a change that breaks a reader bumps
 //! [`VERSION`].
 
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::sync::Arc;
+
 use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
 
 use super::slice::Slice;
 use super::time::rfc3339;
 use crate::capture::Capture;
-use crate::flat::flat;
+use crate::flat::{FlatRow, flat};
 use crate::sanitize::display;
 use crate::tree::CallTree;
 
@@ -16,17 +21,19 @@ pub const SCHEMA: &str = "hotspot-report";
 /// The `version` field.
 pub const VERSION: u32 = 1;
 
+/// The document. `functions` and `tree` are produced while they are written: names are
+/// repeated on every tree node, so the text can be far larger than what it is made from.
 #[derive(Serialize)]
-struct Report {
+struct Report<'a> {
     schema: &'static str,
     version: u32,
     capture: CaptureInfo,
     session: Option<Session>,
     selection: SelectionInfo,
     totals: Totals,
-    functions: Vec<Function>,
+    functions: Functions<'a>,
     threads: Vec<Thread>,
-    tree: Vec<Node>,
+    tree: Tree<'a>,
 }
 
 #[derive(Serialize)]
@@ -100,17 +107,17 @@ struct Thread {
 }
 
 #[derive(Serialize)]
-struct Node {
+struct Node<'a> {
     id: usize,
     parent: Option<usize>,
     depth: usize,
-    name: Option<String>,
-    module: Option<String>,
+    name: Option<&'a str>,
+    module: Option<&'a str>,
     kernel: bool,
     #[serde(rename = "self")]
     self_samples: u64,
     total: u64,
-    file: Option<String>,
+    file: Option<&'a str>,
     line: Option<u32>,
 }
 
@@ -165,32 +172,19 @@ pub(crate) fn session_of(c: &Capture) -> Option<Session> {
     })
 }
 
-/// The JSON document, pretty-printed, newline-terminated. `top` limits `functions`;
-/// the tree always holds every node.
-pub fn report(slice: &Slice, top: Option<usize>) -> String {
+/// Writes the JSON document, pretty-printed, newline-terminated. `top` limits
+/// `functions`; the tree always holds every node.
+pub fn write(slice: &Slice, top: Option<usize>, w: &mut dyn Write) -> io::Result<()> {
     let scan = slice.scan;
     let folded = &slice.folded;
     let total = folded.total;
     let rows = flat(folded);
     let clock = scan.clock;
     let offset = |ns: Option<u64>| ns.zip(clock).map(|(ns, c)| secs(c.offset_s(ns)));
-    let functions = rows
-        .iter()
-        .take(top.unwrap_or(usize::MAX))
-        .enumerate()
-        .map(|(i, r)| Function {
-            rank: i + 1,
-            name: display(&r.key.function),
-            module: display(&r.key.module),
-            kernel: r.key.kernel,
-            self_samples: r.self_samples,
-            total: r.total_samples,
-            self_pct: pct(r.self_samples, total),
-            total_pct: pct(r.total_samples, total),
-            file: r.hottest.as_ref().map(|(f, _)| display(f)),
-            line: r.hottest.as_ref().map(|(_, l)| *l),
-        })
-        .collect();
+    let functions = Functions {
+        rows: &rows[..rows.len().min(top.unwrap_or(usize::MAX))],
+        total,
+    };
     let mut threads: Vec<Thread> = slice
         .thread_samples
         .iter()
@@ -206,7 +200,8 @@ pub fn report(slice: &Slice, top: Option<usize>) -> String {
         })
         .collect();
     threads.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.tid.cmp(&b.tid)));
-    let tree = tree_nodes(&CallTree::build(folded));
+    let call_tree = CallTree::build(folded);
+    let tree = Tree(&call_tree);
     let report = Report {
         schema: SCHEMA,
         version: VERSION,
@@ -243,36 +238,89 @@ pub fn report(slice: &Slice, top: Option<usize>) -> String {
         threads,
         tree,
     };
-    let mut s = serde_json::to_string_pretty(&report).unwrap_or_default();
-    s.push('\n');
-    s
+    serde_json::to_writer_pretty(&mut *w, &report)?;
+    w.write_all(b"\n")
+}
+
+/// [`write`] into a string.
+pub fn report(slice: &Slice, top: Option<usize>) -> String {
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = write(slice, top, &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The flat profile's rows, ranked.
+struct Functions<'a> {
+    rows: &'a [FlatRow],
+    total: u64,
+}
+
+impl Serialize for Functions<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let total = self.total;
+        let mut seq = serializer.serialize_seq(Some(self.rows.len()))?;
+        for (i, r) in self.rows.iter().enumerate() {
+            seq.serialize_element(&Function {
+                rank: i + 1,
+                name: display(&r.key.function),
+                module: display(&r.key.module),
+                kernel: r.key.kernel,
+                self_samples: r.self_samples,
+                total: r.total_samples,
+                self_pct: pct(r.self_samples, total),
+                total_pct: pct(r.total_samples, total),
+                file: r.hottest.as_ref().map(|(f, _)| display(f)),
+                line: r.hottest.as_ref().map(|(_, l)| *l),
+            })?;
+        }
+        seq.end()
+    }
 }
 
 /// The call tree in pre-order (a parent before its children, hottest child first), so
 /// `id` is the position in the array and `parent` always points backwards.
-fn tree_nodes(tree: &CallTree) -> Vec<Node> {
-    let mut out = Vec::with_capacity(tree.nodes.len());
-    // (node, parent's id in `out`, depth); iterative, since stacks can be deep.
-    let mut todo = vec![(0usize, None, 0usize)];
-    while let Some((at, parent, depth)) = todo.pop() {
-        let node = &tree.nodes[at];
-        let id = out.len();
-        let hottest = node.lines.first().map(|(l, _)| l);
-        out.push(Node {
-            id,
-            parent,
-            depth,
-            name: node.key.as_ref().map(|k| display(&k.function)),
-            module: node.key.as_ref().map(|k| display(&k.module)),
-            kernel: node.key.as_ref().is_some_and(|k| k.kernel),
-            self_samples: node.self_samples,
-            total: node.total,
-            file: hottest.map(|(f, _)| display(f)),
-            line: hottest.map(|(_, l)| *l),
-        });
-        for &child in node.children.iter().rev() {
-            todo.push((child, Some(id), depth + 1));
+struct Tree<'a>(&'a CallTree);
+
+impl Serialize for Tree<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let tree = self.0;
+        let mut seq = serializer.serialize_seq(Some(tree.nodes.len()))?;
+        let mut id = 0;
+        // Names recur on many nodes: each is sanitised once, keyed by its allocation (the
+        // tree shares one `Arc` per name of the capture; the key `Arc` keeps it alive).
+        let mut shown: HashMap<*const u8, (Arc<str>, Arc<str>)> = HashMap::new();
+        let mut show = |s: &Arc<str>| -> Arc<str> {
+            let (_, out) = shown
+                .entry(s.as_ptr())
+                .or_insert_with(|| (s.clone(), display(s).into()));
+            out.clone()
+        };
+        // (node, parent's id, depth); iterative, since stacks can be deep.
+        let mut todo = vec![(0usize, None, 0usize)];
+        while let Some((at, parent, depth)) = todo.pop() {
+            let node = &tree.nodes[at];
+            let hottest = node.lines.first().map(|(l, _)| l);
+            let name = node.key.as_ref().map(|k| show(&k.function));
+            let module = node.key.as_ref().map(|k| show(&k.module));
+            let file = hottest.map(|(f, _)| show(f));
+            seq.serialize_element(&Node {
+                id,
+                parent,
+                depth,
+                name: name.as_deref(),
+                module: module.as_deref(),
+                kernel: node.key.as_ref().is_some_and(|k| k.kernel),
+                self_samples: node.self_samples,
+                total: node.total,
+                file: file.as_deref(),
+                line: hottest.map(|(_, l)| *l),
+            })?;
+            for &child in node.children.iter().rev() {
+                todo.push((child, Some(id), depth + 1));
+            }
+            id += 1;
         }
+        seq.end()
     }
-    out
 }

@@ -392,17 +392,23 @@ pub fn profile(slice: &Slice) -> Profile {
     b.profile
 }
 
-/// The gzipped encoding of [`profile`]. The gzip header carries no time or name, so the
-/// bytes depend on the input only.
-pub fn encode(slice: &Slice) -> Result<Vec<u8>, ExportError> {
+/// Writes the gzipped encoding of [`profile`]. The gzip header carries no time or name,
+/// so the bytes depend on the input only.
+pub fn write(slice: &Slice, w: &mut dyn Write) -> Result<(), ExportError> {
     let raw = prost::Message::encode_to_vec(&profile(slice));
     let render = |source| ExportError::Render {
         what: "pprof profile",
         source,
     };
-    let mut gz = GzBuilder::new()
-        .mtime(0)
-        .write(Vec::with_capacity(raw.len() / 4), Compression::default());
+    let mut gz = GzBuilder::new().mtime(0).write(w, Compression::default());
     gz.write_all(&raw).map_err(render)?;
-    gz.finish().map_err(render)
+    gz.finish().map_err(render)?;
+    Ok(())
+}
+
+/// [`write`] into memory.
+pub fn encode(slice: &Slice) -> Result<Vec<u8>, ExportError> {
+    let mut out = Vec::new();
+    write(slice, &mut out)?;
+    Ok(out)
 }

@@ -7,6 +7,7 @@
 //! source file when known, else the module.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Write};
 
 use hotspot_format::StackId;
 use serde::Serialize;
@@ -99,8 +100,9 @@ impl Frames {
     }
 }
 
-/// The speedscope JSON document, newline-terminated.
-pub fn render(slice: &Slice) -> String {
+/// Writes the speedscope JSON document, newline-terminated. Its samples list every frame
+/// of every sample, so it is written as it is produced, never held as text.
+pub fn write(slice: &Slice, w: &mut dyn Write) -> io::Result<()> {
     let period = slice.period_ns();
     let (unit, weight) = if period > 0 {
         ("nanoseconds", period)
@@ -184,7 +186,14 @@ pub fn render(slice: &Slice) -> String {
         active_profile_index: active,
         exporter: format!("hotspot {}", env!("CARGO_PKG_VERSION")),
     };
-    let mut s = serde_json::to_string(&file).unwrap_or_default();
-    s.push('\n');
-    s
+    serde_json::to_writer(&mut *w, &file)?;
+    w.write_all(b"\n")
+}
+
+/// [`write`] into a string.
+pub fn render(slice: &Slice) -> String {
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = write(slice, &mut out);
+    String::from_utf8(out).unwrap_or_default()
 }

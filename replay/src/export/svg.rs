@@ -1,16 +1,64 @@
 //! `report --format svg`: a self-contained interactive flame graph (click to zoom, Ctrl-F
 //! to search), drawn by inferno from the folded stacks.
 
+use std::io::Write;
+
 use inferno::flamegraph::{self, Options};
 
 use super::error::ExportError;
 use super::folded;
 use super::slice::Slice;
 
-/// The flame graph as SVG bytes. Colours come from the function names, so the same input
+/// Longest name a frame of the graph carries, in bytes: a box is never wide enough to
+/// show more (the tooltip shows the rest).
+pub const MAX_NAME: usize = 512;
+/// inferno needs every folded line in memory at once, and the text repeats each name once
+/// per stack it is on: a capture of many deep stacks with long names would need gigabytes.
+/// Past this many bytes of text, names are cut shorter to fit.
+pub const MAX_TEXT: usize = 96 << 20;
+/// Names are never cut shorter than this; a graph that would need it is refused.
+pub const MIN_NAME: usize = 24;
+
+/// Writes the flame graph as SVG. Colours come from the function names, so the same input
 /// always gives the same bytes.
-pub fn render(slice: &Slice) -> Result<Vec<u8>, ExportError> {
-    let text = folded::text(slice);
+pub fn write(slice: &Slice, w: &mut dyn Write) -> Result<(), ExportError> {
+    let mut lines = folded::lines(slice, MAX_NAME);
+    let frames: usize = lines.iter().map(|(names, _)| names.len()).sum();
+    // Each name with its `;`, and each line's count and newline.
+    let text: usize = lines
+        .iter()
+        .map(|(names, _)| names.iter().map(|n| n.len() + 1).sum::<usize>() + 21)
+        .sum();
+    let mut cut = None;
+    if text > MAX_TEXT {
+        let fit = MAX_TEXT.saturating_sub(21 * lines.len()) / frames.max(1);
+        // `…` takes 3 bytes and the `;` one.
+        let max = fit.saturating_sub(4);
+        if max < MIN_NAME {
+            return Err(ExportError::TooLarge(format!(
+                "{}: a flame graph of {} stacks and {frames} frames is too large to draw \
+                 (narrow it with --from/--to/--tid/--pid, or use --format folded with \
+                 another tool)",
+                slice.file_name(),
+                lines.len()
+            )));
+        }
+        lines = folded::lines(slice, max);
+        cut = Some(max);
+    }
+    let lines: Vec<String> = lines
+        .into_iter()
+        .map(|(names, n)| {
+            let mut line = Vec::new();
+            // Writing into memory cannot fail.
+            let _ = folded::write_stack(&mut line, &names);
+            let _ = write!(line, " {n}");
+            String::from_utf8(line).unwrap_or_default()
+        })
+        .collect();
+    if lines.is_empty() {
+        return Err(ExportError::NoSamples(slice.file_name()));
+    }
     let mut options = Options::default();
     options.title = format!("hotspot: {}", slice.file_name());
     let mut subtitle = format!(
@@ -22,20 +70,25 @@ pub fn render(slice: &Slice) -> Result<Vec<u8>, ExportError> {
         subtitle.push_str("; ");
         subtitle.push_str(&slice.selection.describe());
     }
+    if let Some(max) = cut {
+        subtitle.push_str(&format!("; names cut to {max} bytes to fit"));
+    }
     options.subtitle = Some(subtitle);
     options.count_name = "samples".to_string();
     // Never the random colours: output must be byte-identical run to run.
     options.deterministic = true;
     options.hash = false;
-    let mut out = Vec::new();
-    if text.is_empty() {
-        return Err(ExportError::NoSamples(slice.file_name()));
-    }
-    flamegraph::from_lines(&mut options, text.lines(), &mut out).map_err(|source| {
+    flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), w).map_err(|source| {
         ExportError::Render {
             what: "flame graph",
             source,
         }
-    })?;
+    })
+}
+
+/// [`write`] into memory.
+pub fn render(slice: &Slice) -> Result<Vec<u8>, ExportError> {
+    let mut out = Vec::new();
+    write(slice, &mut out)?;
     Ok(out)
 }
