@@ -42,7 +42,7 @@ pub fn run(args: ViewArgs) -> anyhow::Result<()> {
     need_terminal("hotspot view")?;
     let tail = Tail::open(&args.file)?;
     signals::install();
-    crate::live::stop_on_hangup();
+    crate::hangup::stop_on_hangup();
     let mut term = Term::enter().context("setting up the terminal")?;
     tui::view(&mut term, tail, &args.file, opts, &signals::STOP)?;
     Ok(())

@@ -3,93 +3,17 @@
 //! (`ulimit -v`). A capture that opens shows every tab and the help, its names never
 //! retitle the terminal (an OSC 0 in a name would), and `q` ends it with status 0 within
 //! 5 s; one that cannot be read ends the view with a one-line error naming the file. (An
-//! empty file, or a header cut short, may still be being written: `view` waits for it.)
+//! empty file, or a header cut short, may still be being written: `view` waits for it,
+//! saying so.)
 
 mod hostile;
+mod tmux;
 
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hostile::{Case, Expect};
-
-/// A detached tmux session running a plain shell, killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(name: &str) -> Tmux {
-        let socket = format!("hotspot-hostile-{name}-{}", std::process::id());
-        let t = Tmux { socket };
-        let out = t
-            .cmd()
-            .args(["new-session", "-d", "-s", "main", "-x", "150", "-y", "45"])
-            .args(["bash", "--norc", "--noprofile"])
-            .env("PS1", "e2e-prompt$ ")
-            .output()
-            .expect("tmux runs (is it installed?)");
-        assert!(
-            out.status.success(),
-            "tmux: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        t
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::new("tmux");
-        c.args(["-L", &self.socket]);
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().expect("tmux");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn type_line(&self, line: &str) {
-        self.run(&["send-keys", "-t", "main", "-l", "--", line]);
-        self.run(&["send-keys", "-t", "main", "Enter"]);
-    }
-
-    fn keys(&self, keys: &str) {
-        self.run(&["send-keys", "-t", "main", "-l", "--", keys]);
-    }
-
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "main"])
-    }
-
-    fn title(&self) -> String {
-        self.run(&["display", "-p", "-t", "main", "#{pane_title}"])
-    }
-
-    fn wait_for(&self, what: &str, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if ok(&s) {
-                return s;
-            }
-            if start.elapsed() > timeout {
-                panic!("timed out after {timeout:?} waiting for {what}; screen:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd().arg("kill-server").output();
-    }
-}
+use tmux::Tmux;
 
 /// How long a step may take on a loaded machine (the views draw in well under a second).
 const STEP: Duration = Duration::from_secs(10);
@@ -122,6 +46,11 @@ fn view_case(t: &Tmux, dir: &Path, case: &Case) {
     t.wait_for(&format!("{name}: the flat view"), STEP, |s| {
         s.contains("Flat ·")
     });
+    if case.bytes.len() < 16 {
+        t.wait_for(&format!("{name}: why it waits"), STEP, |s| {
+            s.contains("no capture header yet")
+        });
+    }
     for (key, tab) in [
         ("f", "Flame"),
         ("t", "Stream"),
@@ -159,7 +88,7 @@ fn view_case(t: &Tmux, dir: &Path, case: &Case) {
 #[test]
 fn view_survives_hostile_captures() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
-    let t = Tmux::start("view");
+    let t = Tmux::start("hostile-view", 150, 45);
     let cases = hostile::cases();
     let names = [
         "nasty_names",

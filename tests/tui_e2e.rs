@@ -3,126 +3,17 @@
 //! uses its own tmux server socket, so nothing else's sessions are touched.
 
 mod common;
+mod tmux;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use tmux::Tmux;
+
 /// Live tests record with real BPF and share two CPUs: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-/// A detached tmux session running a plain shell, killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(name: &str) -> Tmux {
-        let socket = format!("hotspot-e2e-{name}-{}", std::process::id());
-        let t = Tmux { socket };
-        let out = t
-            .cmd()
-            .args(["new-session", "-d", "-s", "main", "-x", "160", "-y", "50"])
-            .args(["bash", "--norc", "--noprofile"])
-            .env("PS1", "e2e-prompt$ ")
-            .output()
-            .expect("tmux runs (is it installed?)");
-        assert!(
-            out.status.success(),
-            "tmux: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        t
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::new("tmux");
-        c.args(["-L", &self.socket]);
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().expect("tmux");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Types a shell command line and Enter.
-    fn type_line(&self, line: &str) {
-        self.run(&["send-keys", "-t", "main", "-l", "--", line]);
-        self.run(&["send-keys", "-t", "main", "Enter"]);
-    }
-
-    /// Sends keys literally (each character a key press).
-    fn keys(&self, keys: &str) {
-        self.run(&["send-keys", "-t", "main", "-l", "--", keys]);
-    }
-
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "main"])
-    }
-
-    fn alternate_on(&self) -> bool {
-        self.run(&["display", "-p", "-t", "main", "#{alternate_on}"])
-            .trim()
-            == "1"
-    }
-
-    /// Waits until the screen satisfies `ok`, or fails showing it.
-    fn wait_for(&self, what: &str, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if ok(&s) {
-                return s;
-            }
-            if start.elapsed() > timeout {
-                panic!("timed out after {timeout:?} waiting for {what}; screen:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Quits the view and checks the terminal was given back to the shell.
-    fn quit_and_check_restored(&self) {
-        self.keys("q");
-        let start = Instant::now();
-        while self.alternate_on() {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "still in the alternate screen after q:\n{}",
-                self.screen()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        self.wait_for(
-            "the shell prompt after quitting",
-            Duration::from_secs(10),
-            |s| {
-                s.lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .is_some_and(|l| l.starts_with("e2e-prompt$"))
-            },
-        );
-        // Raw mode is off: the shell echoes what is typed, line by line.
-        self.type_line("echo restored-$((40+2))");
-        self.wait_for("the shell to run a command", Duration::from_secs(5), |s| {
-            s.contains("restored-42")
-        });
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd().arg("kill-server").output();
-    }
-}
 
 fn hotspot() -> &'static str {
     env!("CARGO_BIN_EXE_hotspot")
@@ -140,7 +31,7 @@ fn quote(p: &Path) -> String {
 
 #[test]
 fn view_replays_a_capture_and_restores_the_terminal() {
-    let t = Tmux::start("view");
+    let t = Tmux::start("view", 160, 50);
     t.type_line(&format!(
         "{} view {}",
         hotspot(),
@@ -190,7 +81,7 @@ fn live_profiles_a_command_and_quits_cleanly() {
     let phased = common::fixture("phased");
     let dir = tempfile::tempdir().expect("tempdir");
     let kept = dir.path().join("live.hsp");
-    let t = Tmux::start("live");
+    let t = Tmux::start("live", 160, 50);
     t.type_line(&format!(
         "{} live -o {} -- {} 2",
         hotspot(),
@@ -241,7 +132,7 @@ fn closing_the_terminal_ends_the_views_and_finishes_a_live_capture() {
     // A view in its own session: its terminal is not its controlling one, so no SIGHUP
     // comes; reading input then gives EOF forever.
     let pidfile = dir.path().join("view.pid");
-    let t = Tmux::start("hup-view");
+    let t = Tmux::start("hup-view", 160, 50);
     t.type_line(&format!(
         "setsid -w sh -c 'echo $$ > {}; exec {} view {}'",
         pidfile.display(),
@@ -259,7 +150,7 @@ fn closing_the_terminal_ends_the_views_and_finishes_a_live_capture() {
     let phased = common::fixture("phased");
     let kept = dir.path().join("live.hsp");
     let pidfile = dir.path().join("live.pid");
-    let t = Tmux::start("hup-live");
+    let t = Tmux::start("hup-live", 160, 50);
     t.type_line(&format!(
         "echo $$ > {}; exec {} live -o {} -- {} 30",
         pidfile.display(),

@@ -27,6 +27,7 @@ pub const CAP_SETPCAP: u32 = 8;
 pub const CAP_SYS_PTRACE: u32 = 19;
 pub const CAP_SYS_ADMIN: u32 = 21;
 pub const CAP_SYSLOG: u32 = 34;
+pub const CAP_PERFMON: u32 = 38;
 pub const CAP_BPF: u32 = 39;
 pub const CAP_CHECKPOINT_RESTORE: u32 = 40;
 
@@ -74,13 +75,14 @@ struct CapData {
 
 /// A thread's capability sets as 64-bit masks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct Caps {
-    effective: u64,
-    permitted: u64,
-    inheritable: u64,
+pub(crate) struct Caps {
+    pub effective: u64,
+    pub permitted: u64,
+    pub inheritable: u64,
 }
 
-fn capget() -> io::Result<Caps> {
+/// The calling thread's capability sets.
+pub(crate) fn capget() -> io::Result<Caps> {
     let mut header = CapHeader {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,

@@ -3,47 +3,11 @@
 
 use super::error::BpfError;
 
-const CAP_SYS_ADMIN: u32 = 21;
-const CAP_PERFMON: u32 = 38;
-const CAP_BPF: u32 = 39;
-
-// `struct __user_cap_header_struct` / `__user_cap_data_struct` from <linux/capability.h>;
-// version 3 covers capabilities 0..64 in two data words.
-const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: libc::c_int,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
+use crate::privilege::{CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, capget};
 
 /// The effective capability set of this thread, as a 64-bit mask.
 fn effective_caps() -> std::io::Result<u64> {
-    let mut header = CapHeader {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let mut data = [CapData::default(); 2];
-    // SAFETY: capget(2) with a v3 header writes exactly two CapData entries, which `data` holds.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_capget,
-            &mut header as *mut CapHeader,
-            data.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(u64::from(data[0].effective) | (u64::from(data[1].effective) << 32))
+    capget().map(|c| c.effective)
 }
 
 /// What is missing from `caps` to load and attach hotspot's programs, if anything.

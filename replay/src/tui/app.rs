@@ -88,7 +88,9 @@ pub fn view(
             let dirs = state.opts.symbol_dirs.clone();
             dirty |= state.data.resymbolize(&dirs);
             state.finished = tail.finished();
-            dirty |= state.finished;
+            let no_header = !tail.has_header();
+            dirty |= state.finished || state.no_header != no_header;
+            state.no_header = no_header;
             next_poll = if busy { now } else { now + POLL_EVERY };
         }
         // Redraw once when a notice expires.

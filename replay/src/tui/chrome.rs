@@ -22,7 +22,14 @@ pub const NOTICE_FOR: Duration = Duration::from_secs(4);
 pub fn target(state: &State) -> String {
     let c = &state.data.capture;
     let Some(s) = &c.session else {
-        return "waiting for the capture…".into();
+        // A file that is not (yet) a capture may still be being written, so the view
+        // waits; it says so, since a file that never grows would otherwise look stuck.
+        return match state.opts.mode {
+            Mode::Replay if state.no_header => {
+                "no capture header yet: waiting for the file to be written (q quits)".into()
+            }
+            _ => "waiting for the capture…".into(),
+        };
     };
     if s.all_processes {
         return "all processes".into();

@@ -161,6 +161,8 @@ pub struct State {
     pub drag: Option<u64>,
     /// The capture ended (end marker read).
     pub finished: bool,
+    /// The file does not hold a whole file header yet (it may still be being written).
+    pub no_header: bool,
     pub cache: Cache,
 }
 
@@ -209,6 +211,7 @@ impl State {
             notice: None,
             drag: None,
             finished: false,
+            no_header: false,
             cache: Cache::default(),
         }
     }

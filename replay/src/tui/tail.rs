@@ -37,6 +37,11 @@ impl Tail {
         self.follower.behind()
     }
 
+    /// The file header has landed.
+    pub fn has_header(&self) -> bool {
+        self.follower.header().is_some()
+    }
+
     /// The end marker was read: nothing more will come.
     pub fn finished(&self) -> bool {
         self.follower.finished()
