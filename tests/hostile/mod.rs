@@ -1030,24 +1030,7 @@ fn inline_bomb() -> Vec<u8> {
 pub fn many_deep_stacks(n: u32) -> Vec<u8> {
     let mut recs = program(1);
     for i in 0..1024u32 {
-        recs.push(Record::String {
-            id: 2000 + i,
-            text: format!("{i:04}{}", "f".repeat(4092)),
-        });
-        recs.push(Record::Frame(Frame {
-            id: 2000 + i,
-            module: 0,
-            addr: FrameAddr::FileOffset(u64::from(i)),
-        }));
-        recs.push(Record::Symbol(Symbol {
-            frame: 2000 + i,
-            function: 2000 + i,
-            loc: SourceLoc {
-                file: Some(2000 + i),
-                line: i,
-            },
-            inlined: Vec::new(),
-        }));
+        recs.extend(named_frame(i, format!("{i:04}{}", "f".repeat(4092)), true));
     }
     let mut payloads = vec![payload(&recs, Vec::new())];
     let mut stacks = Vec::new();
@@ -1074,24 +1057,7 @@ pub fn many_deep_stacks(n: u32) -> Vec<u8> {
 pub fn shared_prefix_stacks(n: u32) -> Vec<u8> {
     let mut recs = program(1);
     for i in 0..1023 + n {
-        recs.push(Record::String {
-            id: 2000 + i,
-            text: format!("{i:06}{}", "g".repeat(1018)),
-        });
-        recs.push(Record::Frame(Frame {
-            id: 2000 + i,
-            module: 0,
-            addr: FrameAddr::FileOffset(u64::from(i)),
-        }));
-        recs.push(Record::Symbol(Symbol {
-            frame: 2000 + i,
-            function: 2000 + i,
-            loc: SourceLoc {
-                file: None,
-                line: 0,
-            },
-            inlined: Vec::new(),
-        }));
+        recs.extend(named_frame(i, format!("{i:06}{}", "g".repeat(1018)), false));
     }
     let mut payloads = vec![payload(&recs, Vec::new())];
     let stacks: Vec<Record> = (0..n)
@@ -1108,4 +1074,26 @@ pub fn shared_prefix_stacks(n: u32) -> Vec<u8> {
     let ids: Vec<u32> = (3000..3000 + n).collect();
     payloads.push(payload(&stacks, samples(u64::from(n), T0, &ids)));
     file(&payloads)
+}
+
+/// Frame `2000 + i` (module 0, file offset `i`) named `text` (string `2000 + i`), with
+/// that string as its source file too when `file`.
+fn named_frame(i: u32, text: String, file: bool) -> [Record; 3] {
+    [
+        Record::String { id: 2000 + i, text },
+        Record::Frame(Frame {
+            id: 2000 + i,
+            module: 0,
+            addr: FrameAddr::FileOffset(u64::from(i)),
+        }),
+        Record::Symbol(Symbol {
+            frame: 2000 + i,
+            function: 2000 + i,
+            loc: SourceLoc {
+                file: file.then_some(2000 + i),
+                line: if file { i } else { 0 },
+            },
+            inlined: Vec::new(),
+        }),
+    ]
 }
