@@ -17,6 +17,8 @@ pub struct ProcessEntry {
     pub modules: Vec<Option<ModuleId>>,
     /// Monotonic ns when `maps` was last read; re-reads are rate limited.
     pub maps_read_ns: u64,
+    /// Monotonic ns when `info` was read (and written to the capture).
+    pub info_read_ns: u64,
     pub alive: bool,
 }
 
@@ -67,11 +69,13 @@ impl ProcessTable {
             let info = read_process(&root, pid, comm, now_ns);
             new = Some(info.clone());
             let maps = proc_maps::read_maps(&root, pid).unwrap_or_default();
+            let read_ns = crate::session::monotonic_ns();
             ProcessEntry {
                 modules: vec![None; maps.len()],
                 info,
                 maps,
-                maps_read_ns: crate::session::monotonic_ns(),
+                maps_read_ns: read_ns,
+                info_read_ns: read_ns,
                 alive: true,
             }
         });
@@ -120,12 +124,15 @@ impl ProcessTable {
     /// The process replaced its image: new name, command line and mappings. Returns the
     /// record to write.
     /// `None` when the entry was already read after the exec (the recorder tracked a
-    /// command it started right after exec'ing it): the new image is what it holds.
+    /// command it started right after exec'ing it): the new image is what it holds. Maps
+    /// re-read after the exec do not count: a sample taken inside execve, once the new
+    /// image is mapped but before the exec event, makes the recorder re-read them, yet
+    /// the name and command line it wrote are still the old image's.
     pub fn exec(&mut self, pid: u32, comm: &str, now_ns: u64) -> Option<Process> {
         if self
             .procs
             .get(&pid)
-            .is_some_and(|e| e.maps_read_ns > now_ns)
+            .is_some_and(|e| e.info_read_ns > now_ns)
         {
             return None;
         }
@@ -251,6 +258,23 @@ mod tests {
             .expect("a reused tid is reported");
         assert_eq!((reused.pid, reused.time_ns), (9, 3));
         assert!(t.thread_seen(5, 9, "b", 4).is_none());
+    }
+
+    #[test]
+    fn an_exec_is_written_unless_the_process_was_read_after_it() {
+        let me = std::process::id();
+        let mut t = ProcessTable::new("/proc");
+        let (entry, _) = t.ensure(me, "x", 0);
+        let read = entry.info_read_ns;
+        // Maps re-read after the exec (a sample from inside execve) change nothing.
+        entry.maps_read_ns = u64::MAX;
+        let rec = t
+            .exec(me, "x", read + 1)
+            .expect("an exec after the read is written");
+        assert_eq!(rec.pid, me);
+        // Read again by that exec: an exec event older than the read is already in it.
+        let read = t.get_mut(me).expect("entry").info_read_ns;
+        assert!(t.exec(me, "x", read - 1).is_none());
     }
 
     #[test]
