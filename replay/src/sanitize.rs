@@ -1,6 +1,9 @@
 //! Making names from a capture safe to print: a capture from a ticket is untrusted, and
 //! a symbol or thread name must not be able to drive the terminal.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 /// Replaces control characters (C0, DEL, C1), bidirectional overrides and isolates,
 /// invisible characters (zero-width spaces and joiners, other default-ignorable code
 /// points) and line or paragraph separators with visible `\xNN` / `\u{NNNN}` escapes, and
@@ -27,6 +30,25 @@ pub fn display(s: &str) -> String {
         }
     }
     out
+}
+
+/// Sanitised copies of a capture's names, each made once. A capture's names are shared
+/// `Arc`s, so copies are keyed by allocation; each entry keeps its `Arc`, so no key can be
+/// freed and reused while the cache lives.
+#[derive(Default)]
+pub(crate) struct Shown {
+    names: HashMap<*const u8, (Arc<str>, Arc<str>)>,
+}
+
+impl Shown {
+    /// `name` as `make` shows it, made on first sight only.
+    pub fn get(&mut self, name: &Arc<str>, make: impl FnOnce(&str) -> Arc<str>) -> Arc<str> {
+        let (_, shown) = self
+            .names
+            .entry(name.as_ptr())
+            .or_insert_with(|| (name.clone(), make(name)));
+        shown.clone()
+    }
 }
 
 fn needs_escape(c: char) -> bool {

@@ -3,12 +3,11 @@
 //! every name once per stack it is on, so it can be far larger than the capture.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::sync::Arc;
 
 use super::slice::Slice;
-use crate::sanitize::display;
+use crate::sanitize::{Shown, display};
 
 /// One folded line: the displayed names, root first, and the samples.
 pub(crate) type Line = (Vec<Arc<str>>, u64);
@@ -17,21 +16,14 @@ pub(crate) type Line = (Vec<Arc<str>>, u64);
 /// the same merged; their counts add up to the report's total. Names longer than
 /// `max_name` bytes are cut (with `…`). Each distinct name is displayed once and shared.
 pub(crate) fn lines(slice: &Slice, max_name: usize) -> Vec<Line> {
-    // Keyed by the name's allocation: stacks share one `Arc` per name of the capture.
-    let mut shown: HashMap<*const u8, (Arc<str>, Arc<str>)> = HashMap::new();
+    let mut shown = Shown::default();
     let mut out: Vec<Line> = slice
         .stacks()
         .into_iter()
         .map(|(stack, n)| {
             let names = stack
                 .iter()
-                .map(|f| {
-                    let key = f.function.as_ptr();
-                    let (_, s) = shown
-                        .entry(key)
-                        .or_insert_with(|| (f.function.clone(), shown_name(&f.function, max_name)));
-                    s.clone()
-                })
+                .map(|f| shown.get(&f.function, |s| shown_name(s, max_name)))
                 .collect();
             (names, n)
         })

@@ -2,7 +2,6 @@
 //! `docs/json-schema.md` describes every field; a change that breaks a reader bumps
 //! [`VERSION`].
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::sync::Arc;
 
@@ -13,7 +12,7 @@ use super::slice::Slice;
 use super::time::rfc3339;
 use crate::capture::Capture;
 use crate::flat::{FlatRow, flat};
-use crate::sanitize::display;
+use crate::sanitize::{Shown, display};
 use crate::tree::CallTree;
 
 /// The `schema` field.
@@ -287,15 +286,9 @@ impl Serialize for Tree<'_> {
         let tree = self.0;
         let mut seq = serializer.serialize_seq(Some(tree.nodes.len()))?;
         let mut id = 0;
-        // Names recur on many nodes: each is sanitised once, keyed by its allocation (the
-        // tree shares one `Arc` per name of the capture; the key `Arc` keeps it alive).
-        let mut shown: HashMap<*const u8, (Arc<str>, Arc<str>)> = HashMap::new();
-        let mut show = |s: &Arc<str>| -> Arc<str> {
-            let (_, out) = shown
-                .entry(s.as_ptr())
-                .or_insert_with(|| (s.clone(), display(s).into()));
-            out.clone()
-        };
+        // Names recur on many nodes: each is sanitised once.
+        let mut shown = Shown::default();
+        let mut show = |s: &Arc<str>| shown.get(s, |s| display(s).into());
         // (node, parent's id, depth); iterative, since stacks can be deep.
         let mut todo = vec![(0usize, None, 0usize)];
         while let Some((at, parent, depth)) = todo.pop() {
