@@ -111,9 +111,12 @@ impl Unwinder {
 }
 
 /// The frame-pointer rule for code without CFI, if rbp looks like a frame pointer: set,
-/// 8-aligned, not below sp. Otherwise there is no way on: [`End::NoUnwindInfo`].
+/// 8-aligned, not below sp. Otherwise there is no way on: [`End::NoUnwindInfo`]. rbp = 0
+/// is the outermost frame: the x86_64 ABI has the deepest frame mark itself so (`_start`
+/// clears rbp), and without CFI nothing else says where the stack ends.
 fn frame_pointer(st: &State, stack: &StackCopy) -> Result<Option<State>, End> {
     match st.bp {
+        Some(0) => Ok(None),
         Some(bp) if bp % 8 == 0 && bp >= st.sp => {
             // rbp far outside the copy is not a frame pointer of this stack.
             stack.check_cfa(bp).map_err(|end| match end {
