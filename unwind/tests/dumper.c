@@ -25,122 +25,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define NOINLINE __attribute__((noinline, noclone))
+#include "dump.h"
 
-static const char *dir;
 static volatile long sink;
-static char maps[1 << 17];
-
-static void die(const char *what)
-{
-    write(2, what, strlen(what));
-    write(2, "\n", 1);
-    _exit(1);
-}
-
-static size_t read_maps(void)
-{
-    int fd = open("/proc/self/maps", O_RDONLY);
-    if (fd < 0)
-        die("open maps");
-    size_t len = 0;
-    for (;;) {
-        ssize_t n = read(fd, maps + len, sizeof maps - len);
-        if (n < 0)
-            die("read maps");
-        if (n == 0)
-            break;
-        len += (size_t)n;
-        if (len == sizeof maps)
-            die("maps too large");
-    }
-    close(fd);
-    return len;
-}
-
-static uint64_t hex(const char **p)
-{
-    uint64_t v = 0;
-    for (;; (*p)++) {
-        char c = **p;
-        if (c >= '0' && c <= '9')
-            v = v * 16 + (uint64_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v = v * 16 + (uint64_t)(c - 'a' + 10);
-        else
-            return v;
-    }
-}
-
-// The end of the mapping that holds addr (what the BPF side finds with bpf_find_vma).
-static uint64_t mapping_end(size_t len, uint64_t addr)
-{
-    const char *p = maps, *end = maps + len;
-    while (p < end) {
-        uint64_t lo = hex(&p);
-        p++; // '-'
-        uint64_t hi = hex(&p);
-        if (lo <= addr && addr < hi)
-            return hi;
-        while (p < end && *p != '\n')
-            p++;
-        p++;
-    }
-    die("no mapping holds sp");
-    return 0;
-}
-
-static void write_all(int fd, const void *buf, size_t len)
-{
-    const char *b = buf;
-    while (len) {
-        ssize_t n = write(fd, b, len);
-        if (n <= 0)
-            die("write");
-        b += n;
-        len -= (size_t)n;
-    }
-}
-
-static int create(const char *name)
-{
-    char path[4096];
-    size_t d = strlen(dir), n = strlen(name);
-    if (d + n + 2 > sizeof path)
-        die("path too long");
-    memcpy(path, dir, d);
-    path[d] = '/';
-    memcpy(path + d + 1, name, n + 1);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        die("create dump");
-    return fd;
-}
-
-NOINLINE static void write_dump(const char *name, uint64_t ip, uint64_t sp, uint64_t bp)
-{
-    size_t maps_len = read_maps();
-    uint64_t end = mapping_end(maps_len, sp);
-    uint64_t header[6];
-    memcpy(&header[0], "HSDUMP01", 8);
-    header[1] = ip;
-    header[2] = sp;
-    header[3] = bp;
-    header[4] = end - sp;
-    header[5] = maps_len;
-    char file[256];
-    size_t n = strlen(name);
-    if (n + 6 > sizeof file)
-        die("name too long");
-    memcpy(file, name, n);
-    memcpy(file + n, ".dump", 6);
-    int fd = create(file);
-    write_all(fd, header, sizeof header);
-    // The stack from sp up: write_dump's own frame lies below sp, so none of it changes.
-    write_all(fd, (const void *)sp, end - sp);
-    write_all(fd, maps, maps_len);
-    close(fd);
-}
 
 // Takes a dump of its caller's stack as it is at this point: the registers are this
 // function's own, read by the asm, so the unwinder starts inside hs_dump.
@@ -319,34 +206,6 @@ NOINLINE static void sampled(enum mode m, long (*work)(long), const char *what)
         die(what);
 }
 
-// The vDSO's executable mapping, and its image written out for the test to load.
-static void find_vdso(void)
-{
-    uint64_t base = getauxval(AT_SYSINFO_EHDR);
-    if (!base)
-        die("no vDSO");
-    size_t len = read_maps();
-    const char *p = maps, *end = maps + len;
-    while (p < end) {
-        const char *line = p;
-        uint64_t lo = hex(&p);
-        p++;
-        uint64_t hi = hex(&p);
-        while (p < end && *p != '\n')
-            p++;
-        if (lo == base && p - line > 6 && memcmp(p - 6, "[vdso]", 6) == 0) {
-            vdso_lo = lo;
-            vdso_hi = hi;
-            int fd = create("vdso.so");
-            write_all(fd, (const void *)lo, hi - lo);
-            close(fd);
-            return;
-        }
-        p++;
-    }
-    die("no [vdso] mapping");
-}
-
 // --- JIT-like code: an anonymous executable page with a frame pointer, calling back.
 NOINLINE static void jit_callback(void)
 {
@@ -388,7 +247,7 @@ int main(int argc, char **argv)
 
     jit_caller();
 
-    find_vdso();
+    write_vdso(&vdso_lo, &vdso_hi);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_tick;

@@ -4,6 +4,8 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod oracle;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -111,10 +113,11 @@ impl Loaded {
         let mut symbols = Vec::new();
         let mut add = |file: &ElfFile64<LittleEndian>| {
             for s in file.symbols().chain(file.dynamic_symbols()) {
-                if s.kind() == SymbolKind::Text && s.address() != 0 {
-                    if let Ok(name) = s.name() {
-                        symbols.push((s.address(), s.size(), name.to_string()));
-                    }
+                if s.kind() == SymbolKind::Text
+                    && s.address() != 0
+                    && let Ok(name) = s.name()
+                {
+                    symbols.push((s.address(), s.size(), name.to_string()));
                 }
             }
         };
@@ -124,10 +127,10 @@ impl Loaded {
         if let Ok(Some(id)) = file.build_id() {
             let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
             let debug = format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..]);
-            if let Ok(debug) = std::fs::read(debug) {
-                if let Ok(file) = ElfFile64::<LittleEndian>::parse(&*debug) {
-                    add(&file);
-                }
+            if let Ok(debug) = std::fs::read(debug)
+                && let Ok(file) = ElfFile64::<LittleEndian>::parse(&*debug)
+            {
+                add(&file);
             }
         }
         // Prefer sized symbols, then the shortest name among aliases at one address.
@@ -174,16 +177,20 @@ fn modules() -> &'static Mutex<HashMap<String, Arc<Loaded>>> {
     MODULES.get_or_init(Default::default)
 }
 
-fn module(path: &str, dir: &Path) -> Arc<Loaded> {
+fn module(path: &str, dir: &Path) -> Option<Arc<Loaded>> {
     let key = if path == "[vdso]" {
         dir.join("vdso.so").display().to_string()
     } else {
         path.to_string()
     };
     let mut all = modules().lock().unwrap();
-    all.entry(key.clone())
-        .or_insert_with(|| Arc::new(Loaded::load(path, std::fs::read(&key).unwrap())))
-        .clone()
+    if let Some(m) = all.get(&key) {
+        return Some(m.clone());
+    }
+    // A mapping of a file that is gone (deleted, memfd) is code without a module.
+    let loaded = Arc::new(Loaded::load(path, std::fs::read(&key).ok()?));
+    all.insert(key, loaded.clone());
+    Some(loaded)
 }
 
 /// The dumped process's executable mappings with their modules: an [`AddressSpace`].
@@ -211,7 +218,8 @@ impl Process {
                 .map(|m| {
                     let module = (!m.path.is_empty()
                         && (m.path == "[vdso]" || !m.path.starts_with('[')))
-                    .then(|| module(&m.path, &dump.dir));
+                    .then(|| module(&m.path, &dump.dir))
+                    .flatten();
                     (m.clone(), module)
                 })
                 .collect(),
@@ -291,7 +299,7 @@ fn parse_maps(text: &str) -> Vec<Mapping> {
         .collect()
 }
 
-fn read_dump(dir: &Path, name: &str) -> Dump {
+pub fn read_dump(dir: &Path, name: &str) -> Dump {
     let bytes = std::fs::read(dir.join(format!("{name}.dump"))).unwrap();
     assert_eq!(&bytes[..8], b"HSDUMP01");
     let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
@@ -328,11 +336,7 @@ pub fn dumps(build: Build) -> &'static HashMap<String, Dump> {
 }
 
 fn make_dumps(build: Build) -> HashMap<String, Dump> {
-    let tmp = PathBuf::from(
-        std::env::var("CARGO_TARGET_TMPDIR")
-            .unwrap_or_else(|_| env!("CARGO_TARGET_TMPDIR").to_string()),
-    )
-    .join(format!(
+    let tmp = target_tmp().join(format!(
         "unwind-dumps-{}-{}",
         build.name(),
         std::process::id()
@@ -341,15 +345,7 @@ fn make_dumps(build: Build) -> HashMap<String, Dump> {
     std::fs::create_dir_all(&tmp).unwrap();
     let exe = tmp.join("dumper");
     let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/dumper.c");
-    let status = Command::new("gcc")
-        .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread"])
-        .args(build.flags())
-        .arg(src)
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .expect("gcc runs");
-    assert!(status.success(), "gcc failed on {src}");
+    gcc(&[src], build.flags(), &exe);
     let status = Command::new(&exe).arg(&tmp).status().unwrap();
     assert!(status.success(), "the dumper failed");
     SCENARIOS
@@ -364,4 +360,78 @@ pub fn unwind(dump: &Dump) -> (Vec<Frame>, End, Process) {
     let mut out = Vec::new();
     let end = Unwinder::new().unwind(dump.regs, &dump.copy(), &mut process, &mut out);
     (out, end, process)
+}
+
+/// Scratch space under target/ (set by cargo for integration tests and benchmarks), one
+/// directory per test binary, emptied when it starts: reruns leave nothing behind.
+fn target_tmp() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let stem = exe.file_stem().unwrap().to_string_lossy();
+        let name = stem.split('-').next().unwrap_or("unwind").to_string();
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("unwind-{name}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    })
+    .clone()
+}
+
+fn gcc(sources: &[&str], flags: &[&str], out: &Path) {
+    let status = Command::new("gcc")
+        .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread"])
+        .args(flags)
+        .args(sources)
+        .arg("-o")
+        .arg(out)
+        .status()
+        .expect("gcc runs");
+    assert!(status.success(), "gcc failed on {sources:?}");
+}
+
+/// A Python workload for Debian's /usr/bin/python3 (3.11, no frame pointers, stripped):
+/// recursion, json and re (C code called from Python and calling back).
+pub const PYTHON_WORK: &str = "
+import json, re
+def fib(n): return n if n < 2 else fib(n-1) + fib(n-2)
+def work():
+    for i in range(1000):
+        fib(18)
+        json.dumps({'a': [list(range(100)) for _ in range(20)]})
+        re.sub(r'(\\d+)', lambda m: m.group(1)[::-1], ' '.join(map(str, range(2000))))
+work()
+";
+
+/// Samples of a real program taken by `tests/sampler.c` (LD_PRELOAD, every 2 ms of CPU),
+/// at most `n`, made once per test process and name.
+pub fn samples(name: &str, program: &[&str], n: usize) -> &'static [Dump] {
+    static SAMPLES: OnceLock<Mutex<HashMap<String, &'static [Dump]>>> = OnceLock::new();
+    let mut all = SAMPLES.get_or_init(Default::default).lock().unwrap();
+    all.entry(name.to_string()).or_insert_with(|| {
+        let dir = target_tmp().join(format!("samples-{name}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let so = dir.join("sampler.so");
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sampler.c");
+        gcc(&[src], &["-shared", "-fPIC"], &so);
+        let status = Command::new(program[0])
+            .args(&program[1..])
+            .env("HS_SAMPLE_DIR", &dir)
+            .env("HS_SAMPLES", n.to_string())
+            .env("LD_PRELOAD", &so)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{program:?} failed");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                name.strip_suffix(".dump").map(str::to_string)
+            })
+            .collect();
+        names.sort();
+        let dumps: Vec<Dump> = names.iter().map(|n| read_dump(&dir, n)).collect();
+        Box::leak(dumps.into_boxed_slice())
+    })
 }
