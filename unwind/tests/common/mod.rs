@@ -4,6 +4,7 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod craft;
 pub mod oracle;
 
 use std::collections::HashMap;
