@@ -318,10 +318,11 @@ pub fn read_dump(dir: &Path, name: &str) -> Dump {
 }
 
 /// The dump scenarios `dumper.c` writes.
-pub const SCENARIOS: [&str; 7] = [
+pub const SCENARIOS: [&str; 8] = [
     "chain",
     "thread",
     "recursion",
+    "drap",
     "jit",
     "leaf",
     "signal",
