@@ -38,3 +38,11 @@ pub use space::{AddressSpace, CodeAt};
 pub use splice::splice_frame_pointers;
 pub use stack::{CopyEnd, StackCopy};
 pub use unwinder::Unwinder;
+
+// A module is built once and shared by the recorder's threads; an unwinder moves to one.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    const fn sent<T: Send>() {}
+    shared::<ModuleUnwind>();
+    sent::<Unwinder>();
+};
