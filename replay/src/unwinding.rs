@@ -59,6 +59,14 @@ pub struct Completeness {
     pub processes: Vec<ProcessStacks>,
 }
 
+/// One process's counts while tallying.
+#[derive(Default)]
+struct Tally {
+    samples: u64,
+    complete: u64,
+    reasons: BTreeMap<Arc<str>, u64>,
+}
+
 /// Tallies `samples` ((tid, stack) → count) per process.
 pub fn completeness(capture: &Capture, samples: &BTreeMap<(u32, StackId), u64>) -> Completeness {
     let (method, stack_cap, checked) = match capture.unwinding {
@@ -67,46 +75,55 @@ pub fn completeness(capture: &Capture, samples: &BTreeMap<(u32, StackId), u64>) 
         None => ("frame-pointers", 0, false),
     };
     let mut reasons_of: HashMap<StackId, Option<Arc<str>>> = HashMap::new();
-    let mut per: BTreeMap<u32, (u64, u64, BTreeMap<Arc<str>, u64>)> = BTreeMap::new();
+    let mut per: BTreeMap<u32, Tally> = BTreeMap::new();
     for (&(tid, stack), &n) in samples {
         let pid = capture.threads.get(&tid).map_or(0, |t| t.pid);
         let reason = reasons_of
             .entry(stack)
             .or_insert_with(|| marker_reason(capture, stack));
         let entry = per.entry(pid).or_default();
-        entry.0 += n;
+        entry.samples += n;
         match reason {
-            None => entry.1 += n,
-            Some(r) => *entry.2.entry(r.clone()).or_default() += n,
+            None => entry.complete += n,
+            Some(r) => *entry.reasons.entry(r.clone()).or_default() += n,
         }
     }
     let mut processes: Vec<ProcessStacks> = per
         .into_iter()
-        .map(|(pid, (samples, complete, reasons))| {
-            let mut reasons: Vec<Reason> = reasons
-                .into_iter()
-                .map(|(r, samples)| Reason {
-                    reason: r.to_string(),
-                    samples,
-                })
-                .collect();
-            reasons.sort_by(|a, b| {
-                b.samples
-                    .cmp(&a.samples)
-                    .then_with(|| a.reason.cmp(&b.reason))
-            });
-            ProcessStacks {
+        .map(
+            |(
                 pid,
-                name: capture
-                    .processes
-                    .get(&pid)
-                    .map(|p| p.name.clone())
-                    .unwrap_or_default(),
-                samples,
-                complete,
-                reasons,
-            }
-        })
+                Tally {
+                    samples,
+                    complete,
+                    reasons,
+                },
+            )| {
+                let mut reasons: Vec<Reason> = reasons
+                    .into_iter()
+                    .map(|(r, samples)| Reason {
+                        reason: r.to_string(),
+                        samples,
+                    })
+                    .collect();
+                reasons.sort_by(|a, b| {
+                    b.samples
+                        .cmp(&a.samples)
+                        .then_with(|| a.reason.cmp(&b.reason))
+                });
+                ProcessStacks {
+                    pid,
+                    name: capture
+                        .processes
+                        .get(&pid)
+                        .map(|p| p.name.clone())
+                        .unwrap_or_default(),
+                    samples,
+                    complete,
+                    reasons,
+                }
+            },
+        )
         .collect();
     processes.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.pid.cmp(&b.pid)));
     Completeness {
