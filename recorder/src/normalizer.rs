@@ -11,6 +11,7 @@ use hotspot_format::{
 use crate::build_id;
 use crate::frame_table::FrameTable;
 use crate::kallsyms::{KernelName, KernelSymbols};
+use crate::module_file::{ModuleFile, ModuleFiles};
 use crate::module_table::ModuleTable;
 use crate::proc_maps::{self, MappingKind};
 use crate::process_table::ProcessTable;
@@ -35,6 +36,8 @@ pub struct Normalizer {
     pub procs: ProcessTable,
     pub modules: ModuleTable,
     pub frames: FrameTable,
+    /// Every ELF file read, once, for module identity, unwinding and symbols.
+    pub files: ModuleFiles,
     kallsyms: KernelSymbols,
     /// Kernel address → frame, so repeated kernel addresses skip the symbol lookup.
     kernel_cache: HashMap<u64, FrameId>,
@@ -49,6 +52,7 @@ impl Normalizer {
             procs,
             modules: ModuleTable::default(),
             frames: FrameTable::default(),
+            files: ModuleFiles::default(),
             kallsyms,
             kernel_cache: HashMap::new(),
             kernel_build_ids: HashMap::new(),
@@ -150,23 +154,20 @@ impl Normalizer {
         let proc_root = self.procs.proc_root().to_path_buf();
         let (id, new) = match kind {
             MappingKind::File => {
-                // map_files gives the very file that is mapped, even if the path was
-                // replaced or deleted since; the plain path is what debuglinks resolve from.
                 let mapped = proc_root
                     .join(pid.to_string())
                     .join("map_files")
                     .join(format!("{:x}-{:x}", m.start, m.end));
                 let plain = PathBuf::from(&m.path);
-                let id_mapped = build_id::of_elf_file(&mapped);
-                let id_plain = build_id::of_elf_file(&plain);
-                let (bid, open) = match (id_mapped, id_plain) {
-                    (Some(a), Some(b)) if a == b => (a, plain),
-                    (Some(a), _) => (a, mapped),
-                    (None, Some(b)) => (b, plain),
-                    (None, None) => (Vec::new(), if plain.exists() { plain } else { mapped }),
-                };
+                let file = self.files.get((m.inode, m.path.clone()), || {
+                    ModuleFile::open_mapping(&mapped, &plain)
+                });
+                let bid = file
+                    .as_ref()
+                    .map(|f| f.build_id().to_vec())
+                    .unwrap_or_default();
                 self.modules
-                    .intern(ModuleKind::Elf, &m.path, &bid, Some(open), None)
+                    .intern(ModuleKind::Elf, &m.path, &bid, file, None)
             }
             MappingKind::Vdso => {
                 self.modules

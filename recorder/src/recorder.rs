@@ -29,6 +29,9 @@ pub struct RecordConfig {
     pub sys_root: PathBuf,
     /// Where separate debug files are looked up by build-id.
     pub debug_dirs: Vec<PathBuf>,
+    /// Bytes of user stack the kernel copies per sample, unwound here with call-frame
+    /// information; 0: user stacks are the kernel's frame-pointer walk.
+    pub stack_cap: u32,
 }
 
 impl Default for RecordConfig {
@@ -41,6 +44,7 @@ impl Default for RecordConfig {
             proc_root: PathBuf::from("/proc"),
             sys_root: PathBuf::from("/sys"),
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            stack_cap: 0,
         }
     }
 }
