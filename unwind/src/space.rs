@@ -1,0 +1,24 @@
+//! The caller's view of one process's executable mappings.
+
+use crate::ModuleUnwind;
+
+/// What code lies at a process address.
+#[derive(Clone, Copy, Debug)]
+pub enum CodeAt<'m> {
+    /// A mapping of an ELF file; `svma` is the address translated to the file's own
+    /// virtual addresses (through the mapping's offset and the file's program headers).
+    Module { module: &'m ModuleUnwind, svma: u64 },
+    /// Executable memory without a file (JIT code, perf trampolines): the frame-pointer
+    /// rule applies.
+    Anonymous,
+    /// No executable mapping.
+    Unmapped,
+}
+
+/// One process's address space, as the unwinder needs it.
+pub trait AddressSpace {
+    /// The code at `avma`. The unwinder asks about the address it looks rules up at: the
+    /// sampled PC, and `return address - 1` for callers (so a call that ends a mapping is
+    /// still found in it).
+    fn code_at(&mut self, avma: u64) -> CodeAt<'_>;
+}

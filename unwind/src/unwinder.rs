@@ -1,0 +1,127 @@
+//! Walks one sample's stack from its registers to the outermost frame it can reach.
+
+use crate::cache::RuleCache;
+use crate::cfi::{Compiled, Context};
+use crate::rule::{Rule, State};
+use crate::{AddressSpace, CodeAt, End, Frame, MAX_FRAMES, Regs, StackCopy};
+
+/// Unwinds samples. Owns the rule cache (fixed size) and gimli's evaluation context, so
+/// keep one per recording thread and reuse it: its speed comes from the cache.
+pub struct Unwinder {
+    cache: RuleCache,
+    ctx: Box<Context>,
+}
+
+impl std::fmt::Debug for Unwinder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unwinder")
+            .field("hits", &self.cache.hits)
+            .field("misses", &self.cache.misses)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Unwinder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Unwinder {
+    pub fn new() -> Self {
+        Unwinder {
+            cache: RuleCache::new(),
+            ctx: Box::new(Context::new()),
+        }
+    }
+
+    /// Rule-cache lookups so far that hit and that missed.
+    pub fn cache_stats(&self) -> (u64, u64) {
+        (self.cache.hits, self.cache.misses)
+    }
+
+    /// Unwinds one sample into `out` (cleared first): the PC first (exact), then each
+    /// caller's return address, outermost last. Returns why it stopped; `out` holds every
+    /// frame found before that, the last being the one whose caller was not found. An
+    /// unmapped return address is not added; the sampled PC always is.
+    pub fn unwind(
+        &mut self,
+        regs: Regs,
+        stack: &StackCopy,
+        space: &mut impl AddressSpace,
+        out: &mut Vec<Frame>,
+    ) -> End {
+        out.clear();
+        let mut st = State {
+            ip: regs.ip,
+            sp: regs.sp,
+            bp: Some(regs.bp),
+        };
+        let mut exact = true;
+        loop {
+            // The leaf PC is looked up as is, a return address at the call before it.
+            let lookup = if exact { st.ip } else { st.ip.wrapping_sub(1) };
+            let code = space.code_at(lookup);
+            if matches!(code, CodeAt::Unmapped) && !out.is_empty() {
+                return End::Unmapped;
+            }
+            if out.len() >= MAX_FRAMES {
+                return End::DepthLimit;
+            }
+            out.push(Frame { addr: st.ip, exact });
+            let rule = match code {
+                CodeAt::Unmapped => return End::Unmapped,
+                CodeAt::Anonymous => None,
+                CodeAt::Module { module, svma } => {
+                    let ctx = &mut self.ctx;
+                    match self
+                        .cache
+                        .get(module.id(), svma, || module.compile(svma, ctx))
+                    {
+                        Compiled::Rule(rule) => Some(rule),
+                        Compiled::NoFde => None,
+                        Compiled::Bad => return End::BadUnwindInfo,
+                    }
+                }
+            };
+            let next = match rule {
+                Some(rule) => {
+                    if rule.signal {
+                        // The kernel's return address into a signal trampoline is its
+                        // entry, not the instruction after a call.
+                        if let Some(frame) = out.last_mut() {
+                            frame.exact = true;
+                        }
+                    }
+                    rule.apply(&st, stack)
+                }
+                None => frame_pointer(&st, stack),
+            };
+            match next {
+                Err(end) => return end,
+                Ok(None) => return End::Complete,
+                Ok(Some(caller)) => {
+                    // After a signal frame the caller's PC was interrupted: exact.
+                    exact = rule.is_some_and(|r| r.signal);
+                    st = caller;
+                }
+            }
+        }
+    }
+}
+
+/// The frame-pointer rule for code without CFI, if rbp looks like a frame pointer: set,
+/// 8-aligned, not below sp. Otherwise there is no way on: [`End::NoUnwindInfo`].
+fn frame_pointer(st: &State, stack: &StackCopy) -> Result<Option<State>, End> {
+    match st.bp {
+        Some(bp) if bp % 8 == 0 && bp >= st.sp => {
+            // rbp far outside the copy is not a frame pointer of this stack.
+            stack.check_cfa(bp).map_err(|end| match end {
+                End::StackCap | End::UnreadablePage => end,
+                _ => End::NoUnwindInfo,
+            })?;
+            Rule::FRAME_POINTER.apply(st, stack)
+        }
+        _ => Err(End::NoUnwindInfo),
+    }
+}
