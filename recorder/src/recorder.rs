@@ -7,12 +7,15 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use hotspot_format::{InlinedFn, Lost, ProcessExit, Record, Sample, SourceLoc, Symbol, Writer};
+use hotspot_format::{
+    InlinedFn, Lost, ProcessExit, Record, Sample, SourceLoc, Symbol, UnwindMethod, Unwinding,
+    Writer,
+};
 
 use crate::bpf::{EventSource, RawEvent, RawSample};
 use crate::error::RecordError;
 use crate::kallsyms::KernelSymbols;
-use crate::normalizer::Normalizer;
+use crate::normalizer::{Normalizer, UserPart};
 use crate::process_table::ProcessTable;
 use crate::sink::Sink;
 use crate::symbolizer::{Loc, Resolved, SymbolWorker};
@@ -95,7 +98,23 @@ impl Recorder {
     pub fn new(cfg: RecordConfig) -> Result<Self, RecordError> {
         // Read only if a kernel frame needs it and BPF naming is not set up.
         let kallsyms = KernelSymbols::from_file(cfg.proc_root.join("kallsyms"));
-        let norm = Normalizer::new(ProcessTable::new(&cfg.proc_root), kallsyms, &cfg.sys_root);
+        let mut norm = Normalizer::new(ProcessTable::new(&cfg.proc_root), kallsyms, &cfg.sys_root);
+        // How stacks are unwound comes first in the capture, after the session header.
+        let mut defs = crate::sink::VecSink::default();
+        let unwinding = if cfg.stack_cap > 0 {
+            let markers = norm
+                .enable_cfi(cfg.debug_dirs.clone(), &mut defs)
+                .map_err(RecordError::from)?;
+            Unwinding {
+                method: UnwindMethod::Cfi,
+                stack_cap: cfg.stack_cap,
+                markers: Some(markers),
+            }
+        } else {
+            Unwinding::default()
+        };
+        let mut pending = vec![Record::Unwinding(unwinding)];
+        pending.append(&mut defs.records);
         let worker = SymbolWorker::start(cfg.debug_dirs.clone(), cfg.proc_root.clone()).map_err(
             |source| RecordError::Io {
                 path: "symbol worker thread".into(),
@@ -106,7 +125,7 @@ impl Recorder {
             cfg,
             norm,
             worker,
-            pending: Vec::new(),
+            pending,
         })
     }
 
@@ -314,7 +333,14 @@ fn sample<W: Write>(
         writer.push(Record::Thread(t))?;
     }
     frames.clear();
-    norm.stack(s.pid, &s.kernel, &s.user, s.time_ns, writer, frames)?;
+    norm.stack(
+        s.pid,
+        &s.kernel,
+        UserPart::FramePointers(&s.user),
+        s.time_ns,
+        writer,
+        frames,
+    )?;
     let stack = norm.frames.stack(frames, writer)?;
     writer.push_sample(Sample {
         time_ns: s.time_ns,
