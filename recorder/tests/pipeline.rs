@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use hotspot_format::{FrameAddr, ModuleKind, Record, read_all};
-use hotspot_recorder::bpf::{BpfError, EventSource, RawEvent, RawSample};
+use hotspot_recorder::bpf::{BpfError, EventSource, RawEvent, RawSample, StackEnd};
 use hotspot_recorder::{RecordConfig, StopReason};
 
 /// Replays a script of event batches, one batch per poll.
@@ -81,6 +81,9 @@ fn samples_become_named_machine_independent_frames() {
             comm: comm(name),
             user: vec![leaf, caller],
             kernel,
+            regs: None,
+            stack: Vec::new(),
+            stack_end: StackEnd::Cap,
         })
     };
     let script = VecDeque::from(vec![
