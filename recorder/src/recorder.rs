@@ -12,7 +12,9 @@ use hotspot_format::{
     Writer,
 };
 
-use crate::bpf::{EventSource, RawEvent, RawSample};
+use crate::bpf::{EventSource, RawEvent, RawSample, StackEnd};
+use crate::user_stack::UserSample;
+use hotspot_unwind::{CopyEnd, Regs, StackCopy};
 use crate::error::RecordError;
 use crate::kallsyms::KernelSymbols;
 use crate::normalizer::{Normalizer, UserPart};
@@ -333,14 +335,33 @@ fn sample<W: Write>(
         writer.push(Record::Thread(t))?;
     }
     frames.clear();
-    norm.stack(
-        s.pid,
-        &s.kernel,
-        UserPart::FramePointers(&s.user),
-        s.time_ns,
-        writer,
-        frames,
-    )?;
+    let user = match s.regs {
+        // Copied registers and stack: unwound here with call-frame information.
+        Some(r) => UserPart::Copied(UserSample {
+            pid: s.pid,
+            time_ns: s.time_ns,
+            regs: Regs {
+                ip: r.ip,
+                sp: r.sp,
+                bp: r.bp,
+            },
+            stack: StackCopy {
+                base: r.sp,
+                bytes: &s.stack,
+                end: match s.stack_end {
+                    StackEnd::MappingEnd => CopyEnd::MappingEnd,
+                    StackEnd::Cap => CopyEnd::Cap,
+                    StackEnd::Fault => CopyEnd::Fault,
+                    // The stack pointer is in no mapping: nothing lies past the (empty) copy.
+                    StackEnd::NoVma => CopyEnd::MappingEnd,
+                },
+            },
+            fp_chain: &s.user,
+        }),
+        // Frame-pointer mode, or a task without user context.
+        None => UserPart::FramePointers(&s.user),
+    };
+    norm.stack(s.pid, &s.kernel, user, s.time_ns, writer, frames)?;
     let stack = norm.frames.stack(frames, writer)?;
     writer.push_sample(Sample {
         time_ns: s.time_ns,
