@@ -132,8 +132,10 @@ fn offset(base: u64, off: i32) -> u64 {
 }
 
 impl Rule {
-    /// The caller's registers, or `None` when this is the outermost frame.
-    pub(crate) fn apply(&self, st: &State, stack: &StackCopy) -> Result<Option<State>, End> {
+    /// Unwinds `st` to the caller's registers; `false` when this is the outermost frame
+    /// (`st` is then unchanged). Updates in place: the state stays in registers.
+    #[inline]
+    pub(crate) fn apply(&self, st: &mut State, stack: &StackCopy) -> Result<bool, End> {
         let cfa = match self.cfa {
             Cfa::Reg { reg, off, deref } => {
                 let at = offset(st.reg(reg)?, off);
@@ -152,37 +154,72 @@ impl Rule {
         if cfa <= st.sp {
             return Err(End::NoProgress);
         }
-        let eval = |value: Value, same: Option<u64>| -> Result<Option<u64>, End> {
-            match value {
-                Value::Undefined => Ok(None),
-                Value::Same => Ok(same),
-                Value::At { base, off, loads } => {
-                    let from = match base {
-                        Base::Cfa => cfa,
-                        Base::Sp => st.sp,
-                        Base::Bp => st.reg(Reg::Bp)?,
-                    };
-                    let mut v = offset(from, off);
-                    for _ in 0..loads {
-                        v = stack.read_u64(v)?;
-                    }
-                    Ok(Some(v))
-                }
-            }
-        };
-        let ra = match eval(self.ra, Some(st.ip))? {
-            None | Some(0) => return Ok(None),
+        let ra = match eval(self.ra, cfa, st, Some(st.ip), stack)? {
+            None | Some(0) => return Ok(false),
             Some(ra) => ra,
         };
-        let bp = eval(self.bp, st.bp)?;
-        let sp = eval(self.sp, Some(st.sp))?.ok_or(End::BadUnwindInfo)?;
-        if sp != cfa {
-            stack.check_cfa(sp)?;
-            if sp <= st.sp {
-                return Err(End::NoProgress);
+        let bp = saved_bp(self.bp, cfa, st, stack)?;
+        let sp = match self.sp {
+            Value::At {
+                base: Base::Cfa,
+                off: 0,
+                loads: 0,
+            } => cfa,
+            other => {
+                let sp = eval(other, cfa, st, Some(st.sp), stack)?.ok_or(End::BadUnwindInfo)?;
+                stack.check_cfa(sp)?;
+                if sp <= st.sp {
+                    return Err(End::NoProgress);
+                }
+                sp
             }
+        };
+        *st = State { ip: ra, sp, bp };
+        Ok(true)
+    }
+}
+
+/// The caller's rbp. In an epilogue, gcc's CFI still says rbp is saved at its slot after
+/// the `pop` that restored it; the slot is then below sp (not in the copy, and free to be
+/// overwritten), and the register already holds the caller's value: keep it.
+#[inline]
+fn saved_bp(value: Value, cfa: u64, st: &State, stack: &StackCopy) -> Result<Option<u64>, End> {
+    if let Value::At {
+        base: Base::Cfa,
+        off,
+        loads: 1..,
+    } = value
+        && offset(cfa, off) < st.sp
+    {
+        return Ok(st.bp);
+    }
+    eval(value, cfa, st, st.bp, stack)
+}
+
+/// A register's value in the caller (`same`: its value in this frame).
+#[inline]
+fn eval(
+    value: Value,
+    cfa: u64,
+    st: &State,
+    same: Option<u64>,
+    stack: &StackCopy,
+) -> Result<Option<u64>, End> {
+    match value {
+        Value::Undefined => Ok(None),
+        Value::Same => Ok(same),
+        Value::At { base, off, loads } => {
+            let from = match base {
+                Base::Cfa => cfa,
+                Base::Sp => st.sp,
+                Base::Bp => st.reg(Reg::Bp)?,
+            };
+            let mut v = offset(from, off);
+            for _ in 0..loads {
+                v = stack.read_u64(v)?;
+            }
+            Ok(Some(v))
         }
-        Ok(Some(State { ip: ra, sp, bp }))
     }
 }
 
@@ -204,19 +241,19 @@ mod tests {
             bytes: &bytes,
             end: CopyEnd::MappingEnd,
         };
-        let st = State {
+        let mut st = State {
             ip: 0x1234,
             sp: 0x2000,
             bp: Some(0x2008),
         };
-        let next = Rule::FRAME_POINTER.apply(&st, &s).unwrap();
+        assert_eq!(Rule::FRAME_POINTER.apply(&mut st, &s), Ok(true));
         assert_eq!(
-            next,
-            Some(State {
+            st,
+            State {
                 ip: 0x4444,
                 sp: 0x2018,
                 bp: Some(0x2020)
-            })
+            }
         );
     }
 
@@ -232,20 +269,56 @@ mod tests {
             cfa: Cfa::Plt { threshold: 11 },
             ..Rule::JUST_RETURN
         };
-        let before = State {
+        // in a PLT entry, before its push: CFA = rsp + 8
+        let mut before = State {
             ip: 0x1016,
             sp: 0x2008,
             bp: None,
         };
-        assert_eq!(rule.apply(&before, &s).unwrap().map(|s| s.ip), Some(0x5555));
-        let after_push = State {
+        assert_eq!(rule.apply(&mut before, &s), Ok(true));
+        assert_eq!((before.ip, before.sp), (0x5555, 0x2010));
+        // after it: CFA = rsp + 16
+        let mut after_push = State {
             ip: 0x101b,
             sp: 0x2000,
             bp: None,
         };
+        assert_eq!(rule.apply(&mut after_push, &s), Ok(true));
+        assert_eq!((after_push.ip, after_push.sp), (0x5555, 0x2010));
+    }
+
+    #[test]
+    fn rbp_already_popped_in_an_epilogue() {
+        // after `pop rbp; pop r12`: CFA = rsp + 24, and the CFI's rbp slot (CFA - 40) is
+        // below sp
+        let bytes = stack(&[0x1111, 0x2222, 0x7777]);
+        let s = StackCopy {
+            base: 0x2000,
+            bytes: &bytes,
+            end: CopyEnd::MappingEnd,
+        };
+        let rule = Rule {
+            cfa: Cfa::Reg {
+                reg: Reg::Sp,
+                off: 24,
+                deref: false,
+            },
+            bp: Value::saved(Base::Cfa, -40),
+            ..Rule::JUST_RETURN
+        };
+        let mut st = State {
+            ip: 1,
+            sp: 0x2000,
+            bp: Some(0xbbbb),
+        };
+        assert_eq!(rule.apply(&mut st, &s), Ok(true));
         assert_eq!(
-            rule.apply(&after_push, &s).unwrap().map(|s| (s.ip, s.sp)),
-            Some((0x5555, 0x2010))
+            st,
+            State {
+                ip: 0x7777,
+                sp: 0x2018,
+                bp: Some(0xbbbb)
+            }
         );
     }
 
@@ -265,12 +338,12 @@ mod tests {
             },
             ..Rule::JUST_RETURN
         };
-        let st = State {
+        let mut st = State {
             ip: 1,
             sp: 0x2008,
             bp: None,
         };
-        assert_eq!(rule.apply(&st, &s), Err(End::NoProgress));
+        assert_eq!(rule.apply(&mut st, &s), Err(End::NoProgress));
         let rule = Rule {
             cfa: Cfa::Reg {
                 reg: Reg::Sp,
@@ -279,8 +352,11 @@ mod tests {
             },
             ..Rule::JUST_RETURN
         };
-        assert_eq!(rule.apply(&st, &s), Err(End::NoProgress));
+        assert_eq!(rule.apply(&mut st, &s), Err(End::NoProgress));
         // rbp unknown after a frame that said so
-        assert_eq!(Rule::FRAME_POINTER.apply(&st, &s), Err(End::BadUnwindInfo));
+        assert_eq!(
+            Rule::FRAME_POINTER.apply(&mut st, &s),
+            Err(End::BadUnwindInfo)
+        );
     }
 }

@@ -84,36 +84,40 @@ impl Unwinder {
                     }
                 }
             };
-            let next = match rule {
+            let went_on = match rule {
                 Some(rule) => {
+                    exact = rule.signal;
                     if rule.signal {
                         // The kernel's return address into a signal trampoline is its
-                        // entry, not the instruction after a call.
+                        // entry, not the instruction after a call; and the caller's PC
+                        // (read from the ucontext) was interrupted: both exact.
                         if let Some(frame) = out.last_mut() {
                             frame.exact = true;
                         }
                     }
-                    rule.apply(&st, stack)
+                    rule.apply(&mut st, stack)
                 }
-                None => frame_pointer(&st, stack),
+                None => {
+                    exact = false;
+                    frame_pointer(&mut st, stack)
+                }
             };
-            match next {
+            match went_on {
                 Err(end) => return end,
-                Ok(None) => return End::Complete,
-                Ok(Some(caller)) => {
-                    // After a signal frame the caller's PC was interrupted: exact.
-                    exact = rule.is_some_and(|r| r.signal);
-                    st = caller;
-                }
+                Ok(false) => return End::Complete,
+                Ok(true) => {}
             }
         }
     }
 }
 
 /// The frame-pointer rule for code without CFI, if rbp looks like a frame pointer: set,
-/// 8-aligned, not below sp. Otherwise there is no way on: [`End::NoUnwindInfo`].
-fn frame_pointer(st: &State, stack: &StackCopy) -> Result<Option<State>, End> {
+/// 8-aligned, not below sp. Otherwise there is no way on: [`End::NoUnwindInfo`]. rbp = 0
+/// is the outermost frame: the x86_64 ABI has the deepest frame mark itself so (`_start`
+/// clears rbp), and without CFI nothing else says where the stack ends.
+fn frame_pointer(st: &mut State, stack: &StackCopy) -> Result<bool, End> {
     match st.bp {
+        Some(0) => Ok(false),
         Some(bp) if bp % 8 == 0 && bp >= st.sp => {
             // rbp far outside the copy is not a frame pointer of this stack.
             stack.check_cfa(bp).map_err(|end| match end {
