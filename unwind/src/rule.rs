@@ -31,6 +31,7 @@ pub(crate) enum Value {
 
 impl Value {
     /// The value saved at `base + off`: DWARF's `offset(N)` and `expression`.
+    #[cfg(test)]
     pub(crate) const fn saved(base: Base, off: i32) -> Value {
         Value::At {
             base,
@@ -58,51 +59,198 @@ impl From<Expr> for Cfa {
     }
 }
 
-/// One address's unwind rule.
+/// How a [`Value`] is packed: its tag, base and loads in one byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum ValueKind {
+    Undefined,
+    Same,
+    Cfa0,
+    Cfa1,
+    Cfa2,
+    Sp0,
+    Sp1,
+    Sp2,
+    Bp0,
+    Bp1,
+    Bp2,
+}
+
+const KINDS: [ValueKind; 9] = [
+    ValueKind::Cfa0,
+    ValueKind::Cfa1,
+    ValueKind::Cfa2,
+    ValueKind::Sp0,
+    ValueKind::Sp1,
+    ValueKind::Sp2,
+    ValueKind::Bp0,
+    ValueKind::Bp1,
+    ValueKind::Bp2,
+];
+
+/// How the CFA is packed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum CfaKind {
+    Sp,
+    Bp,
+    DerefSp,
+    DerefBp,
+    /// The offset is the PLT threshold.
+    Plt,
+}
+
+/// One address's unwind rule, packed into 16 bytes so that a cache slot (with its key)
+/// is half a cache line: the cache is then 256 KiB and a lookup touches one line. The
+/// CFA offset keeps 32 bits (large frames); the register offsets, 16 (saved registers
+/// sit near the CFA, and `__restore_rt`'s ucontext offsets are below 256).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Rule {
-    pub(crate) cfa: Cfa,
-    pub(crate) ra: Value,
-    pub(crate) bp: Value,
-    /// The caller's rsp: the CFA unless the CFI says otherwise (signal frames do).
-    pub(crate) sp: Value,
+    cfa_off: i32,
+    /// ra, bp, sp
+    offs: [i16; 3],
+    cfa: CfaKind,
+    kinds: [ValueKind; 3],
     /// The frame is a signal trampoline (CIE augmentation `S`): its caller's PC was
     /// interrupted, not a return address.
     pub(crate) signal: bool,
 }
 
+const _: () = assert!(std::mem::size_of::<Rule>() == 16);
+
+fn pack(value: Value) -> Option<(ValueKind, i16)> {
+    match value {
+        Value::Undefined => Some((ValueKind::Undefined, 0)),
+        Value::Same => Some((ValueKind::Same, 0)),
+        Value::At { base, off, loads } => {
+            let base = match base {
+                Base::Cfa => 0,
+                Base::Sp => 3,
+                Base::Bp => 6,
+            };
+            if loads > 2 {
+                return None;
+            }
+            let kind = *KINDS.get(base + usize::from(loads))?;
+            Some((kind, i16::try_from(off).ok()?))
+        }
+    }
+}
+
+fn unpack(kind: ValueKind, off: i16) -> Value {
+    let at = |base, loads| Value::At {
+        base,
+        off: i32::from(off),
+        loads,
+    };
+    match kind {
+        ValueKind::Undefined => Value::Undefined,
+        ValueKind::Same => Value::Same,
+        ValueKind::Cfa0 => at(Base::Cfa, 0),
+        ValueKind::Cfa1 => at(Base::Cfa, 1),
+        ValueKind::Cfa2 => at(Base::Cfa, 2),
+        ValueKind::Sp0 => at(Base::Sp, 0),
+        ValueKind::Sp1 => at(Base::Sp, 1),
+        ValueKind::Sp2 => at(Base::Sp, 2),
+        ValueKind::Bp0 => at(Base::Bp, 0),
+        ValueKind::Bp1 => at(Base::Bp, 1),
+        ValueKind::Bp2 => at(Base::Bp, 2),
+    }
+}
+
+impl Rule {
+    /// Packs a rule; `None` when an offset does not fit (the caller reports the CFI as
+    /// unsupported).
+    pub(crate) fn new(cfa: Cfa, ra: Value, bp: Value, sp: Value, signal: bool) -> Option<Rule> {
+        let (cfa, cfa_off) = match cfa {
+            Cfa::Reg { reg, off, deref } => (
+                match (reg, deref) {
+                    (Reg::Sp, false) => CfaKind::Sp,
+                    (Reg::Bp, false) => CfaKind::Bp,
+                    (Reg::Sp, true) => CfaKind::DerefSp,
+                    (Reg::Bp, true) => CfaKind::DerefBp,
+                },
+                off,
+            ),
+            Cfa::Plt { threshold } => (CfaKind::Plt, i32::from(threshold)),
+        };
+        let (ra_kind, ra_off) = pack(ra)?;
+        let (bp_kind, bp_off) = pack(bp)?;
+        let (sp_kind, sp_off) = pack(sp)?;
+        Some(Rule {
+            cfa_off,
+            offs: [ra_off, bp_off, sp_off],
+            cfa,
+            kinds: [ra_kind, bp_kind, sp_kind],
+            signal,
+        })
+    }
+
+    pub(crate) fn cfa(&self) -> Cfa {
+        let reg = |reg, deref| Cfa::Reg {
+            reg,
+            off: self.cfa_off,
+            deref,
+        };
+        match self.cfa {
+            CfaKind::Sp => reg(Reg::Sp, false),
+            CfaKind::Bp => reg(Reg::Bp, false),
+            CfaKind::DerefSp => reg(Reg::Sp, true),
+            CfaKind::DerefBp => reg(Reg::Bp, true),
+            CfaKind::Plt => Cfa::Plt {
+                threshold: u8::try_from(self.cfa_off).unwrap_or(u8::MAX),
+            },
+        }
+    }
+
+    pub(crate) fn ra(&self) -> Value {
+        unpack(self.kinds[0], self.offs[0])
+    }
+
+    pub(crate) fn bp(&self) -> Value {
+        unpack(self.kinds[1], self.offs[1])
+    }
+
+    pub(crate) fn sp(&self) -> Value {
+        unpack(self.kinds[2], self.offs[2])
+    }
+
+    /// The same rule with another CFA (tests and the PLT rule).
+    #[cfg(test)]
+    pub(crate) fn with_cfa(&self, cfa: Cfa) -> Rule {
+        Rule::new(cfa, self.ra(), self.bp(), self.sp(), self.signal).unwrap_or(*self)
+    }
+
+    /// The same rule with another rbp rule (tests).
+    #[cfg(test)]
+    pub(crate) fn with_bp(&self, bp: Value) -> Rule {
+        Rule::new(self.cfa(), self.ra(), bp, self.sp(), self.signal).unwrap_or(*self)
+    }
+}
+
+/// The caller's rsp is the CFA: the usual case.
+const SP_IS_CFA: Value = Value::At {
+    base: Base::Cfa,
+    off: 0,
+    loads: 0,
+};
+
 impl Rule {
     /// The frame-pointer rule: CFA = rbp + 16, return address at CFA - 8, rbp at CFA - 16.
     pub(crate) const FRAME_POINTER: Rule = Rule {
-        cfa: Cfa::Reg {
-            reg: Reg::Bp,
-            off: 16,
-            deref: false,
-        },
-        ra: Value::saved(Base::Cfa, -8),
-        bp: Value::saved(Base::Cfa, -16),
-        sp: Value::At {
-            base: Base::Cfa,
-            off: 0,
-            loads: 0,
-        },
+        cfa_off: 16,
+        offs: [-8, -16, 0],
+        cfa: CfaKind::Bp,
+        kinds: [ValueKind::Cfa1, ValueKind::Cfa1, ValueKind::Cfa0],
         signal: false,
     };
 
     /// A PLT entry without CFI (`.plt.sec`, `.plt.got`): a jump with nothing pushed.
     pub(crate) const JUST_RETURN: Rule = Rule {
-        cfa: Cfa::Reg {
-            reg: Reg::Sp,
-            off: 8,
-            deref: false,
-        },
-        ra: Value::saved(Base::Cfa, -8),
-        bp: Value::Same,
-        sp: Value::At {
-            base: Base::Cfa,
-            off: 0,
-            loads: 0,
-        },
+        cfa_off: 8,
+        offs: [-8, 0, 0],
+        cfa: CfaKind::Sp,
+        kinds: [ValueKind::Cfa1, ValueKind::Same, ValueKind::Cfa0],
         signal: false,
     };
 }
@@ -136,7 +284,7 @@ impl Rule {
     /// (`st` is then unchanged). Updates in place: the state stays in registers.
     #[inline]
     pub(crate) fn apply(&self, st: &mut State, stack: &StackCopy) -> Result<bool, End> {
-        let cfa = match self.cfa {
+        let cfa = match self.cfa() {
             Cfa::Reg { reg, off, deref } => {
                 let at = offset(st.reg(reg)?, off);
                 if deref { stack.read_u64(at)? } else { at }
@@ -154,17 +302,13 @@ impl Rule {
         if cfa <= st.sp {
             return Err(End::NoProgress);
         }
-        let ra = match eval(self.ra, cfa, st, Some(st.ip), stack)? {
+        let ra = match eval(self.ra(), cfa, st, Some(st.ip), stack)? {
             None | Some(0) => return Ok(false),
             Some(ra) => ra,
         };
-        let bp = saved_bp(self.bp, cfa, st, stack)?;
-        let sp = match self.sp {
-            Value::At {
-                base: Base::Cfa,
-                off: 0,
-                loads: 0,
-            } => cfa,
+        let bp = saved_bp(self.bp(), cfa, st, stack)?;
+        let sp = match self.sp() {
+            SP_IS_CFA => cfa,
             other => {
                 let sp = eval(other, cfa, st, Some(st.sp), stack)?.ok_or(End::BadUnwindInfo)?;
                 stack.check_cfa(sp)?;
@@ -234,6 +378,86 @@ mod tests {
     }
 
     #[test]
+    fn packing_round_trips() {
+        let values = [
+            Value::Undefined,
+            Value::Same,
+            Value::saved(Base::Cfa, -8),
+            Value::At {
+                base: Base::Sp,
+                off: 168,
+                loads: 1,
+            },
+            Value::At {
+                base: Base::Bp,
+                off: -32768,
+                loads: 2,
+            },
+            Value::At {
+                base: Base::Cfa,
+                off: 0,
+                loads: 0,
+            },
+        ];
+        for v in values {
+            let cfa = Cfa::Reg {
+                reg: Reg::Bp,
+                off: -100_000,
+                deref: true,
+            };
+            let r = Rule::new(cfa, v, v, v, true).unwrap();
+            assert_eq!(
+                (r.cfa(), r.ra(), r.bp(), r.sp(), r.signal),
+                (cfa, v, v, v, true)
+            );
+        }
+        let plt = Rule::new(
+            Cfa::Plt { threshold: 11 },
+            Value::Same,
+            Value::Same,
+            SP_IS_CFA,
+            false,
+        );
+        assert_eq!(plt.unwrap().cfa(), Cfa::Plt { threshold: 11 });
+        // offsets beyond 16 bits and loads beyond 2 do not pack
+        let far = Value::saved(Base::Cfa, 40_000);
+        assert!(
+            Rule::new(
+                Cfa::Plt { threshold: 0 },
+                far,
+                Value::Same,
+                SP_IS_CFA,
+                false
+            )
+            .is_none()
+        );
+        let deep = Value::At {
+            base: Base::Sp,
+            off: 0,
+            loads: 3,
+        };
+        assert!(
+            Rule::new(
+                Cfa::Plt { threshold: 0 },
+                deep,
+                Value::Same,
+                SP_IS_CFA,
+                false
+            )
+            .is_none()
+        );
+        assert_eq!(Rule::FRAME_POINTER.bp(), Value::saved(Base::Cfa, -16));
+        assert_eq!(
+            Rule::JUST_RETURN.cfa(),
+            Cfa::Reg {
+                reg: Reg::Sp,
+                off: 8,
+                deref: false
+            }
+        );
+    }
+
+    #[test]
     fn frame_pointer_rule() {
         let bytes = stack(&[0xaa, 0x2000 + 32, 0x4444, 0, 0]);
         let s = StackCopy {
@@ -265,10 +489,7 @@ mod tests {
             bytes: &bytes,
             end: CopyEnd::MappingEnd,
         };
-        let rule = Rule {
-            cfa: Cfa::Plt { threshold: 11 },
-            ..Rule::JUST_RETURN
-        };
+        let rule = Rule::JUST_RETURN.with_cfa(Cfa::Plt { threshold: 11 });
         // in a PLT entry, before its push: CFA = rsp + 8
         let mut before = State {
             ip: 0x1016,
@@ -297,15 +518,13 @@ mod tests {
             bytes: &bytes,
             end: CopyEnd::MappingEnd,
         };
-        let rule = Rule {
-            cfa: Cfa::Reg {
+        let rule = Rule::JUST_RETURN
+            .with_cfa(Cfa::Reg {
                 reg: Reg::Sp,
                 off: 24,
                 deref: false,
-            },
-            bp: Value::saved(Base::Cfa, -40),
-            ..Rule::JUST_RETURN
-        };
+            })
+            .with_bp(Value::saved(Base::Cfa, -40));
         let mut st = State {
             ip: 1,
             sp: 0x2000,
@@ -330,28 +549,22 @@ mod tests {
             bytes: &bytes,
             end: CopyEnd::Cap,
         };
-        let rule = Rule {
-            cfa: Cfa::Reg {
-                reg: Reg::Sp,
-                off: 0,
-                deref: false,
-            },
-            ..Rule::JUST_RETURN
-        };
+        let rule = Rule::JUST_RETURN.with_cfa(Cfa::Reg {
+            reg: Reg::Sp,
+            off: 0,
+            deref: false,
+        });
         let mut st = State {
             ip: 1,
             sp: 0x2008,
             bp: None,
         };
         assert_eq!(rule.apply(&mut st, &s), Err(End::NoProgress));
-        let rule = Rule {
-            cfa: Cfa::Reg {
-                reg: Reg::Sp,
-                off: -8,
-                deref: false,
-            },
-            ..Rule::JUST_RETURN
-        };
+        let rule = Rule::JUST_RETURN.with_cfa(Cfa::Reg {
+            reg: Reg::Sp,
+            off: -8,
+            deref: false,
+        });
         assert_eq!(rule.apply(&mut st, &s), Err(End::NoProgress));
         // rbp unknown after a frame that said so
         assert_eq!(

@@ -69,10 +69,13 @@ impl Unwinder {
                 return End::DepthLimit;
             }
             out.push(Frame { addr: st.ip, exact });
+            // Without CFI: whether rbp = 0 may mark the outermost frame (see frame_pointer).
+            let mut zero_bp_ends = false;
             let rule = match code {
                 CodeAt::Unmapped => return End::Unmapped,
                 CodeAt::Anonymous => None,
                 CodeAt::Module { module, svma } => {
+                    zero_bp_ends = !module.has_cfi();
                     let ctx = &mut self.ctx;
                     match self
                         .cache
@@ -99,7 +102,7 @@ impl Unwinder {
                 }
                 None => {
                     exact = false;
-                    frame_pointer(&mut st, stack)
+                    frame_pointer(&mut st, stack, zero_bp_ends)
                 }
             };
             match went_on {
@@ -112,12 +115,15 @@ impl Unwinder {
 }
 
 /// The frame-pointer rule for code without CFI, if rbp looks like a frame pointer: set,
-/// 8-aligned, not below sp. Otherwise there is no way on: [`End::NoUnwindInfo`]. rbp = 0
-/// is the outermost frame: the x86_64 ABI has the deepest frame mark itself so (`_start`
-/// clears rbp), and without CFI nothing else says where the stack ends.
-fn frame_pointer(st: &mut State, stack: &StackCopy) -> Result<bool, End> {
+/// 8-aligned, not below sp. Otherwise there is no way on: [`End::NoUnwindInfo`].
+///
+/// In a module without any CFI, rbp = 0 is the outermost frame: the x86_64 ABI has the
+/// deepest frame mark itself so (`_start` clears rbp), and nothing else says where such a
+/// stack ends. In JIT code or in a module whose CFI merely misses this address, rbp = 0
+/// only says rbp is no frame pointer.
+fn frame_pointer(st: &mut State, stack: &StackCopy, zero_bp_ends: bool) -> Result<bool, End> {
     match st.bp {
-        Some(0) => Ok(false),
+        Some(0) if zero_bp_ends => Ok(false),
         Some(bp) if bp % 8 == 0 && bp >= st.sp => {
             // rbp far outside the copy is not a frame pointer of this stack.
             stack.check_cfa(bp).map_err(|end| match end {

@@ -93,6 +93,19 @@ NOINLINE int recurse(int n)
     return keep;
 }
 
+// --- stack realignment with a dynamic frame: gcc's DRAP (r10 holds the CFA in the
+// prologue, then CFA = [rbp - 8], rbp saved at [rbp])
+NOINLINE int drap(int n)
+{
+    char vla[n];
+    _Alignas(64) char buf[64];
+    memset(vla, 1, (size_t)n);
+    memset(buf, 2, sizeof buf);
+    hs_dump("drap");
+    sink += vla[n - 1] + buf[3];
+    return n;
+}
+
 // --- samples taken by a timer signal, as the kernel would take them
 enum mode { IDLE, LEAF, SIGNAL, VDSO };
 static volatile sig_atomic_t mode, done;
@@ -244,6 +257,8 @@ int main(int argc, char **argv)
     pthread_join(t, NULL);
 
     sink += recurse(200);
+
+    sink += drap(100);
 
     jit_caller();
 

@@ -82,6 +82,13 @@ fn recursion_of_200_frames_is_complete() {
 }
 
 #[test]
+fn stack_realignment_drap() {
+    for build in Build::ALL {
+        check(build, "drap", &chain(&["hs_dump", "drap"]), End::Complete);
+    }
+}
+
+#[test]
 fn sample_in_a_frameless_leaf_keeps_its_caller() {
     for build in Build::ALL {
         check(

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod craft;
 pub mod oracle;
 
 use std::collections::HashMap;
@@ -317,10 +318,11 @@ pub fn read_dump(dir: &Path, name: &str) -> Dump {
 }
 
 /// The dump scenarios `dumper.c` writes.
-pub const SCENARIOS: [&str; 7] = [
+pub const SCENARIOS: [&str; 8] = [
     "chain",
     "thread",
     "recursion",
+    "drap",
     "jit",
     "leaf",
     "signal",
