@@ -13,14 +13,14 @@ use hotspot_format::{
 };
 
 use crate::bpf::{EventSource, RawEvent, RawSample, StackEnd};
-use crate::user_stack::UserSample;
-use hotspot_unwind::{CopyEnd, Regs, StackCopy};
 use crate::error::RecordError;
 use crate::kallsyms::KernelSymbols;
 use crate::normalizer::{Normalizer, UserPart};
 use crate::process_table::ProcessTable;
 use crate::sink::Sink;
 use crate::symbolizer::{Loc, Resolved, SymbolWorker};
+use crate::user_stack::UserSample;
+use hotspot_unwind::{CopyEnd, Regs, StackCopy};
 
 /// What to record and how.
 #[derive(Debug, Clone)]

@@ -114,7 +114,10 @@ fn decompress(
     Ok(out)
 }
 
-fn address_range<'d, R: ReadRef<'d>>(file: &ElfFile64<'d, LittleEndian, R>, name: &str) -> Option<Range<u64>> {
+fn address_range<'d, R: ReadRef<'d>>(
+    file: &ElfFile64<'d, LittleEndian, R>,
+    name: &str,
+) -> Option<Range<u64>> {
     let section = file.section_by_name(name)?;
     let start = section.address();
     let end = start.checked_add(section.size())?;
