@@ -118,12 +118,12 @@ impl ModuleFile {
         self.unwind
             .get_or_init(|| {
                 let file = File::open(&self.path).ok()?;
-                let mut unwind = ModuleUnwind::from_elf(&ReadCache::new(file)).ok()?;
+                let mut unwind = ModuleUnwind::read(&ReadCache::new(file)).ok()?;
                 if let Some(debug) = self.debug_file(debug_dirs)
                     && let Ok(f) = File::open(debug)
                 {
                     // A debug file without .debug_frame (the usual case) changes nothing.
-                    let _ = unwind.add_debug_frame(&ReadCache::new(f));
+                    let _ = unwind.read_debug_frame(&ReadCache::new(f));
                 }
                 Some(unwind)
             })

@@ -97,7 +97,7 @@ pub struct Loaded {
 
 impl Loaded {
     pub fn load(path: &str, data: Vec<u8>) -> Loaded {
-        let unwind = ModuleUnwind::from_elf(&data[..]).unwrap();
+        let unwind = ModuleUnwind::from_elf(&data).unwrap();
         let file = ElfFile64::<LittleEndian>::parse(&*data).unwrap();
         let loads = file
             .elf_program_headers()
