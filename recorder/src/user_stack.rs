@@ -118,7 +118,14 @@ impl UserStacks {
         let mut end =
             self.unwinder
                 .unwind(sample.regs, &sample.stack, &mut space, &mut self.frames);
-        if end == End::StackCap && splice_frame_pointers(&mut self.frames, sample.fp_chain) {
+        if end == End::StackCap
+            && splice_frame_pointers(
+                &mut self.frames,
+                sample.fp_chain,
+                &sample.stack,
+                sample.regs.bp,
+            )
+        {
             // The chain went on where the copy stopped. A chain cut at the kernel's
             // depth limit is still short; one that ended on its own reached its root
             // (or a frame without a frame pointer, which no walk can tell apart).
