@@ -184,8 +184,10 @@ pub fn record_with(
             hotspot_recorder::bpf::ring_bytes_for(
                 u64::from(freq),
                 std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+                stack_cap,
             )
         }),
+        stack_cap,
     };
     let mut sampler = BpfSampler::load(&opts)?;
     // An empty file is what a recorder killed during set-up leaves (the file exists

@@ -68,7 +68,12 @@ fn expected_functions(name: &str) -> &'static [&'static str] {
         "churn" => &["churn_thread", "churn_work", "churn_leaf"],
         "renamer" => &["rename_worker", "first_name_leaf", "second_name_leaf"],
         "frameless" => &["fl_dispatch", "fl_route"],
-        "sighandler" => &["sig_driver", "sig_on_alarm", "sig_interrupted", "sig_handler_leaf"],
+        "sighandler" => &[
+            "sig_driver",
+            "sig_on_alarm",
+            "sig_interrupted",
+            "sig_handler_leaf",
+        ],
         other => panic!("no expectations for fixture {other}"),
     }
 }

@@ -19,6 +19,7 @@ pub mod recorder;
 pub mod session;
 pub mod sink;
 pub mod symbolizer;
+pub mod user_stack;
 
 pub use error::RecordError;
 pub use recorder::{Progress, RecordConfig, Recorder, StopReason, Summary, run};

@@ -8,6 +8,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use hotspot_unwind::ModuleUnwind;
 use object::{Object, ObjectSection, ObjectSegment, ReadCache, ReadRef, SegmentFlags};
 
 use crate::build_id;
@@ -27,12 +28,17 @@ struct Segment {
 pub struct ModuleFile {
     /// Where it was opened (a real path, `/proc/PID/map_files/…`, or a dumped image).
     path: PathBuf,
+    /// The path the process's maps name: where debug links resolve from.
+    recorded: PathBuf,
     build_id: Vec<u8>,
     debuglink: Option<OsString>,
     segments: Vec<Segment>,
     line_info: LineInfo,
     /// The separate debug file, looked for once (see [`ModuleFile::debug_file`]).
     debug_file: OnceLock<Option<PathBuf>>,
+    /// Call-frame information, read at the first unwind through this file (`None` inside
+    /// when it could not be read).
+    unwind: OnceLock<Option<ModuleUnwind>>,
 }
 
 impl ModuleFile {
@@ -47,7 +53,10 @@ impl ModuleFile {
     /// An ELF image held in memory (the vDSO, dumped from our own process), recorded
     /// under `path`.
     pub fn from_image(path: &Path, image: &[u8]) -> Option<ModuleFile> {
-        Self::parse(path, image)
+        let f = Self::parse(path, image)?;
+        // There is no file to read the tables from later.
+        let _ = f.unwind.set(ModuleUnwind::from_elf(image).ok());
+        Some(f)
     }
 
     fn parse<'data, R: ReadRef<'data>>(path: &Path, data: R) -> Option<ModuleFile> {
@@ -92,12 +101,38 @@ impl ModuleFile {
         };
         Some(ModuleFile {
             path: path.to_path_buf(),
+            recorded: path.to_path_buf(),
             build_id,
             debuglink,
             segments,
             line_info,
             debug_file: OnceLock::new(),
+            unwind: OnceLock::new(),
         })
+    }
+
+    /// The file's call-frame information, read at the first call (only the CFI sections,
+    /// through `pread`: never a mapping a target could truncate under us). A separate
+    /// debug file's `.debug_frame` is added where `.eh_frame` has no entry.
+    pub fn unwind(&self, debug_dirs: &[PathBuf]) -> Option<&ModuleUnwind> {
+        self.unwind
+            .get_or_init(|| {
+                let file = File::open(&self.path).ok()?;
+                let mut unwind = ModuleUnwind::read(&ReadCache::new(file)).ok()?;
+                if let Some(debug) = self.debug_file(debug_dirs)
+                    && let Ok(f) = File::open(debug)
+                {
+                    // A debug file without .debug_frame (the usual case) changes nothing.
+                    let _ = unwind.read_debug_frame(&ReadCache::new(f));
+                }
+                Some(unwind)
+            })
+            .as_ref()
+    }
+
+    /// The unwind tables if they were read already (never reads them).
+    pub fn unwind_if_read(&self) -> Option<&ModuleUnwind> {
+        self.unwind.get().and_then(Option::as_ref)
     }
 
     /// Opens the file a process maps: `mapped` is `/proc/PID/map_files/…` (the very file
@@ -108,6 +143,7 @@ impl ModuleFile {
         let Some(mut f) = ModuleFile::open(mapped) else {
             return ModuleFile::open(plain);
         };
+        f.recorded = plain.to_path_buf();
         let same = if f.build_id.is_empty() {
             // Nothing to compare: trust a path that exists.
             plain.exists()
@@ -144,17 +180,18 @@ impl ModuleFile {
             .map(|s| offset - s.offset + s.vaddr)
     }
 
-    /// The separate debug file of this module, recorded under `recorded`: under a debug
-    /// directory by build-id, or by its `.gnu_debuglink` name beside the recorded path, in
-    /// its `.debug/` or under a debug directory. Only a file with the same build-id
-    /// counts, so a module without one never gets a debug file. Looked for once.
-    pub fn debug_file(&self, recorded: &Path, debug_dirs: &[PathBuf]) -> Option<&Path> {
+    /// The separate debug file of this module: under a debug directory by build-id, or by
+    /// its `.gnu_debuglink` name beside the path the maps name, in its `.debug/` or under
+    /// a debug directory. Only a file with the same build-id counts, so a module without
+    /// one never gets a debug file. Looked for once.
+    pub fn debug_file(&self, debug_dirs: &[PathBuf]) -> Option<&Path> {
         self.debug_file
-            .get_or_init(|| self.find_debug_file(recorded, debug_dirs))
+            .get_or_init(|| self.find_debug_file(debug_dirs))
             .as_deref()
     }
 
-    fn find_debug_file(&self, recorded: &Path, debug_dirs: &[PathBuf]) -> Option<PathBuf> {
+    fn find_debug_file(&self, debug_dirs: &[PathBuf]) -> Option<PathBuf> {
+        let recorded = &self.recorded;
         let id = &self.build_id;
         if id.len() < 2 {
             return None;
@@ -177,6 +214,41 @@ impl ModuleFile {
         });
         by_id.chain(by_link).find(|p| p.is_file() && matches(p))
     }
+}
+
+/// The file a process maps at `m` (see [`ModuleFile::open_mapping`]), opened once across
+/// every process that maps it.
+pub fn of_mapping(
+    files: &mut ModuleFiles,
+    proc_root: &Path,
+    pid: u32,
+    m: &crate::proc_maps::Mapping,
+) -> Option<Arc<ModuleFile>> {
+    files.get((m.inode, m.path.clone()), || {
+        let mapped = proc_root
+            .join(pid.to_string())
+            .join("map_files")
+            .join(format!("{:x}-{:x}", m.start, m.end));
+        ModuleFile::open_mapping(&mapped, Path::new(&m.path))
+    })
+}
+
+/// Our own vDSO's bytes: the kernel maps the same image into every process.
+pub fn own_vdso_image(proc_root: &Path) -> Option<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let maps = std::fs::read_to_string(proc_root.join("self/maps")).ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let (range, _) = line.split_once(' ')?;
+    let (s, e) = range.split_once('-')?;
+    let (s, e) = (
+        u64::from_str_radix(s, 16).ok()?,
+        u64::from_str_radix(e, 16).ok()?,
+    );
+    let mut mem = File::open(proc_root.join("self/mem")).ok()?;
+    mem.seek(SeekFrom::Start(s)).ok()?;
+    let mut buf = vec![0u8; usize::try_from(e.checked_sub(s)?).ok()?.min(1 << 20)];
+    mem.read_exact(&mut buf).ok()?;
+    Some(buf)
 }
 
 /// Identity of a mapped file across processes: the same inode under the same path is

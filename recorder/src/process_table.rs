@@ -4,8 +4,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use hotspot_format::{ModuleId, Process, Thread};
 
+use crate::module_file::ModuleFile;
 use crate::proc_maps::{self, Mapping};
 
 /// A process the recorder has seen samples from.
@@ -15,6 +18,9 @@ pub struct ProcessEntry {
     pub maps: Vec<Mapping>,
     /// Module id of each mapping in `maps`, filled lazily (reading a build-id costs I/O).
     pub modules: Vec<Option<ModuleId>>,
+    /// The file of each mapping in `maps` (`Some(None)`: looked for, not an ELF file),
+    /// filled lazily; shared through [`crate::module_file::ModuleFiles`].
+    pub files: Vec<Option<Option<Arc<ModuleFile>>>>,
     /// Monotonic ns when `maps` was last read; re-reads are rate limited.
     pub maps_read_ns: u64,
     /// Monotonic ns when `info` was read (and written to the capture).
@@ -72,6 +78,7 @@ impl ProcessTable {
             let read_ns = crate::session::monotonic_ns();
             ProcessEntry {
                 modules: vec![None; maps.len()],
+                files: vec![None; maps.len()],
                 info,
                 maps,
                 maps_read_ns: read_ns,
@@ -110,6 +117,7 @@ impl ProcessTable {
             }
             Some(maps) if maps != entry.maps => {
                 entry.modules = vec![None; maps.len()];
+                entry.files = vec![None; maps.len()];
                 entry.maps = maps;
                 true
             }

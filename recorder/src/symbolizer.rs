@@ -209,12 +209,49 @@ impl Resolver {
     ) {
         let path = file.path().to_path_buf();
         if !self.plans.contains_key(&path) {
-            let plan = plan(file, info, &self.debug_dirs);
+            let plan = plan(file, &self.debug_dirs);
             self.plans.insert(path.clone(), plan);
         }
+        let before = out.len();
         match self.plans.get(&path) {
             Some(Plan::Light { .. }) => self.light(file, reqs, out),
             _ => self.elf(path, reqs, out),
+        }
+        self.unnamed(info, file, reqs, before, out);
+    }
+
+    /// Names the frames no symbol covers by their module and the start of the CFI entry
+    /// that covers them (`python3.11+0x1a8700`, see `hotspot_format::placeholder`): each
+    /// unnamed function gets a row of its own instead of one `??` per module.
+    fn unnamed(
+        &self,
+        info: &ModuleInfo,
+        file: &ModuleFile,
+        reqs: &[SymbolRequest],
+        named_from: usize,
+        out: &mut Vec<Resolved>,
+    ) {
+        let named: std::collections::HashSet<FrameId> =
+            out[named_from..].iter().map(|r| r.frame).collect();
+        if named.len() == reqs.len() {
+            return;
+        }
+        let Some(unwind) = file.unwind(&self.debug_dirs) else {
+            return;
+        };
+        let module = info.path.rsplit('/').next().unwrap_or(&info.path);
+        for req in reqs.iter().filter(|r| !named.contains(&r.frame)) {
+            let start = file
+                .vaddr_of(req.offset)
+                .and_then(|svma| unwind.function_start(svma));
+            if let Some(start) = start {
+                out.push(Resolved {
+                    frame: req.frame,
+                    function: hotspot_format::placeholder::name(module, start),
+                    loc: Loc::default(),
+                    inlined: Vec::new(),
+                });
+            }
         }
     }
 
@@ -350,7 +387,7 @@ impl Drop for Resolver {
 }
 
 /// Decides how to name a module's frames from where its DWARF is and how it is stored.
-fn plan(file: &ModuleFile, info: &ModuleInfo, debug_dirs: &[PathBuf]) -> Plan {
+fn plan(file: &ModuleFile, debug_dirs: &[PathBuf]) -> Plan {
     let light = |symbols: PathBuf| Plan::Light {
         symbols,
         lines: None,
@@ -360,7 +397,7 @@ fn plan(file: &ModuleFile, info: &ModuleInfo, debug_dirs: &[PathBuf]) -> Plan {
         LineInfo::Plain => return Plan::Full,
         LineInfo::Absent => {}
     }
-    match file.debug_file(Path::new(&info.path), debug_dirs) {
+    match file.debug_file(debug_dirs) {
         Some(debug) if debug_lines::line_info(debug) == Some(LineInfo::Compressed) => {
             light(debug.to_path_buf())
         }
@@ -369,22 +406,10 @@ fn plan(file: &ModuleFile, info: &ModuleInfo, debug_dirs: &[PathBuf]) -> Plan {
     }
 }
 
-fn dump_vdso(proc_root: &std::path::Path) -> Option<PathBuf> {
-    use std::io::{Read, Seek, SeekFrom};
-    let maps = std::fs::read_to_string(proc_root.join("self/maps")).ok()?;
-    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-    let (range, _) = line.split_once(' ')?;
-    let (s, e) = range.split_once('-')?;
-    let (s, e) = (
-        u64::from_str_radix(s, 16).ok()?,
-        u64::from_str_radix(e, 16).ok()?,
-    );
-    let mut mem = std::fs::File::open(proc_root.join("self/mem")).ok()?;
-    mem.seek(SeekFrom::Start(s)).ok()?;
-    let mut buf = vec![0u8; usize::try_from(e.checked_sub(s)?).ok()?.min(1 << 20)];
-    mem.read_exact(&mut buf).ok()?;
+fn dump_vdso(proc_root: &Path) -> Option<PathBuf> {
+    let image = crate::module_file::own_vdso_image(proc_root)?;
     let path = std::env::temp_dir().join(format!("hotspot-vdso-{}.so", std::process::id()));
-    std::fs::write(&path, &buf).ok()?;
+    std::fs::write(&path, &image).ok()?;
     Some(path)
 }
 
@@ -512,7 +537,7 @@ mod tests {
         assert!(
             ModuleFile::open(&stripped)
                 .expect("ELF")
-                .debug_file(&stripped, &[])
+                .debug_file(&[])
                 .is_none()
         );
     }

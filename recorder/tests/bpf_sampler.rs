@@ -7,7 +7,10 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use hotspot_recorder::bpf::{BpfSampler, EventSource, RawEvent, RawSample, SamplerOptions};
+use hotspot_recorder::bpf::{
+    BpfError, BpfSampler, EventSource, RawEvent, RawSample, SamplerOptions, StackEnd, UserRegs,
+    ring_bytes_for,
+};
 
 /// Kernel text and data on x86-64 live in the upper half of the address space.
 const KERNEL_SPACE_START: u64 = 0xffff_8000_0000_0000;
@@ -175,10 +178,22 @@ fn finish(mut child: Child) -> Result<()> {
     Ok(())
 }
 
+/// Frame-pointer mode: the kernel's walk only, as before stacks were copied.
+fn fp_opts() -> SamplerOptions {
+    SamplerOptions {
+        stack_cap: 0,
+        ..opts()
+    }
+}
+
 #[test]
 fn samples_a_busy_target_with_user_stacks() -> Result<()> {
     let _serial = serial();
-    let mut sampler = sampler(opts())?;
+    let mut sampler = sampler(fp_opts())?;
+    ensure!(
+        !sampler.copies_stacks(),
+        "stack_cap 0 loaded the copying program"
+    );
     let child = busy(&["spin", "5"])?;
     let pid = child.id();
     sampler.add_target(pid)?;
@@ -210,6 +225,14 @@ fn samples_a_busy_target_with_user_stacks() -> Result<()> {
             s.user.iter().all(|&a| a < KERNEL_SPACE_START),
             "kernel address in user stack"
         );
+        // Frame-pointer mode copies nothing: today's record and cost.
+        ensure!(
+            s.regs.is_none() && s.stack.is_empty() && s.stack_end == StackEnd::Cap,
+            "registers or stack in frame-pointer mode: {:?} {} bytes {:?}",
+            s.regs,
+            s.stack.len(),
+            s.stack_end
+        );
     }
     // Frame pointers: main → spin → middle → leaf (plus libc start) in most ticks.
     let deep = samples.iter().filter(|s| s.user.len() >= 4).count();
@@ -238,7 +261,7 @@ fn samples_a_busy_target_with_user_stacks() -> Result<()> {
 #[test]
 fn syscall_heavy_target_has_kernel_stacks() -> Result<()> {
     let _serial = serial();
-    let mut sampler = sampler(opts())?;
+    let mut sampler = sampler(fp_opts())?;
     let child = Command::new("dd")
         .args(["if=/dev/zero", "of=/dev/null", "bs=1", "count=100000000"])
         .stderr(std::process::Stdio::null())
@@ -529,7 +552,7 @@ fn lost_samples_are_counted() -> Result<()> {
     let mut tiny = sampler(SamplerOptions {
         ring_bytes: 4096,
         freq_hz: 999,
-        ..opts()
+        ..fp_opts()
     })?;
     let child = busy(&["threads", "3"])?;
     tiny.add_target(child.id())?;
@@ -572,5 +595,472 @@ fn failed_start_names_the_cpu_and_leaves_nothing_attached() -> Result<()> {
     let events = collect(&mut sampler, Duration::from_millis(600))?;
     child.wait()?;
     ensure!(events.is_empty(), "events after a failed start: {events:?}");
+    Ok(())
+}
+
+// ---- Stack mode: user registers and the copied user stack ----
+
+/// One line of `/proc/PID/maps`.
+#[derive(Debug, Clone)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    perms: String,
+    path: String,
+}
+
+impl Mapping {
+    fn contains(&self, addr: u64) -> bool {
+        self.start <= addr && addr < self.end
+    }
+}
+
+fn maps(pid: u32) -> Result<Vec<Mapping>> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
+    text.lines()
+        .map(|line| {
+            let mut fields = line.split_whitespace();
+            let range = fields.next().context("no range")?;
+            let perms = fields.next().context("no perms")?.to_owned();
+            let path = fields.nth(3).unwrap_or("").to_owned();
+            let (start, end) = range.split_once('-').context("bad range")?;
+            Ok(Mapping {
+                start: u64::from_str_radix(start, 16)?,
+                end: u64::from_str_radix(end, 16)?,
+                perms,
+                path,
+            })
+        })
+        .collect()
+}
+
+fn mapping_of(maps: &[Mapping], addr: u64) -> Option<&Mapping> {
+    maps.iter().find(|m| m.contains(addr))
+}
+
+fn stack_mapping(maps: &[Mapping]) -> Result<&Mapping> {
+    maps.iter()
+        .find(|m| m.path == "[stack]")
+        .context("no [stack] mapping")
+}
+
+/// Lets a freshly spawned target get past its start-up (the dynamic loader faulting in
+/// its stack and libraries), whose samples legitimately end their copies early.
+fn settle() {
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+/// Checks the copy ended by `want`, allowing a copy ended by a fault at a page
+/// boundary (a stack page that is not resident, e.g. being migrated) in at most 1% of
+/// the samples.
+fn check_ends(samples: &[&RawSample], want: StackEnd) -> Result<()> {
+    let mut faults = 0;
+    for s in samples {
+        if s.stack_end == want {
+            continue;
+        }
+        let regs = regs_of(s)?;
+        ensure!(
+            s.stack_end == StackEnd::Fault && (regs.sp + s.stack.len() as u64) % 4096 == 0,
+            "copy {:#x}+{} ended by {:?}, not {want:?}",
+            regs.sp,
+            s.stack.len(),
+            s.stack_end
+        );
+        faults += 1;
+    }
+    ensure!(
+        faults * 100 <= samples.len(),
+        "{faults} of {} copies ended by a fault",
+        samples.len()
+    );
+    Ok(())
+}
+
+/// User + system CPU time of a process so far, in clock ticks.
+fn cpu_ticks(pid: u32) -> Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name may hold spaces; the fields after it do not.
+    let after = stat.rsplit_once(')').context("bad stat")?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    Ok(fields[11].parse::<u64>()? + fields[12].parse::<u64>()?)
+}
+
+fn regs_of(s: &RawSample) -> Result<UserRegs> {
+    s.regs
+        .with_context(|| format!("sample without user registers: {s:?}"))
+}
+
+/// The 8-byte words of a copied stack, by offset.
+fn words(stack: &[u8]) -> impl Iterator<Item = (usize, u64)> + '_ {
+    stack.chunks_exact(8).enumerate().map(|(i, w)| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(w);
+        (i * 8, u64::from_ne_bytes(word))
+    })
+}
+
+/// Builds `fixtures/NAME.c` the way tests/common builds fixtures.
+fn fixture_binary(name: &str) -> Result<PathBuf> {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let dir = scratch_dir();
+    std::fs::create_dir_all(&dir)?;
+    let bin = dir.join(name);
+    let status = Command::new("gcc")
+        .args([
+            "-O2",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-fno-optimize-sibling-calls",
+            "-pthread",
+            "-I",
+        ])
+        .arg(&fixtures)
+        .arg("-o")
+        .arg(&bin)
+        .arg(fixtures.join(format!("{name}.c")))
+        .status()
+        .context("running gcc to build a fixture")?;
+    ensure!(status.success(), "gcc failed to build fixture {name}");
+    Ok(bin)
+}
+
+#[test]
+fn stack_mode_copies_the_registers_and_the_whole_live_stack() -> Result<()> {
+    let _serial = serial();
+    let mut sampler = sampler(opts())?;
+    ensure!(
+        sampler.copies_stacks(),
+        "the default options copy no stacks"
+    );
+    // No environment: the stack above main is then small, well under the cap.
+    let child = Command::new(busy_binary()?)
+        .args(["spin", "5"])
+        .env_clear()
+        .spawn()?;
+    let pid = child.id();
+    settle();
+    sampler.add_target(pid)?;
+    let events = collect(&mut sampler, Duration::from_secs(1))?;
+    let maps = maps(pid)?;
+    finish(child)?;
+
+    let stack = stack_mapping(&maps)?;
+    let samples = samples(&events);
+    ensure!(samples.len() >= 100, "only {} samples", samples.len());
+    let path = busy_binary()?.to_str().context("path")?.as_bytes();
+    for s in &samples {
+        let regs = regs_of(s)?;
+        ensure!(
+            stack.contains(regs.sp),
+            "sp {:#x} outside [stack] {:#x}-{:#x}",
+            regs.sp,
+            stack.start,
+            stack.end
+        );
+        let code = mapping_of(&maps, regs.ip)
+            .with_context(|| format!("ip {:#x} in no mapping", regs.ip))?;
+        ensure!(
+            code.perms.contains('x'),
+            "ip {:#x} in non-executable {code:?}",
+            regs.ip
+        );
+        ensure!(
+            !s.stack.is_empty() && s.stack.len() <= 65536,
+            "{} stack bytes",
+            s.stack.len()
+        );
+        if s.stack_end != StackEnd::MappingEnd {
+            continue; // checked below
+        }
+        // A shallow program's stack fits: the copy ends exactly at the mapping's end.
+        ensure!(
+            regs.sp + s.stack.len() as u64 == stack.end,
+            "copy {:#x}+{} does not end at the mapping end {:#x}",
+            regs.sp,
+            s.stack.len(),
+            stack.end
+        );
+        // The copy holds every frame: the frame-pointer walk is not made.
+        ensure!(s.user.is_empty(), "frame-pointer chain beside a whole copy");
+        // The real stack: the kernel leaves the executable's path at its very top.
+        ensure!(
+            s.stack[s.stack.len().saturating_sub(4096)..]
+                .windows(path.len())
+                .any(|w| w == path),
+            "the program's path is not at the top of the copied stack"
+        );
+    }
+    check_ends(&samples, StackEnd::MappingEnd)?;
+    ensure!(sampler.malformed_records() == 0);
+    Ok(())
+}
+
+#[test]
+fn copied_bytes_hold_the_frame_records_of_the_kernels_walk() -> Result<()> {
+    let _serial = serial();
+    const CAP: u32 = 2048;
+    let mut sampler = sampler(SamplerOptions {
+        stack_cap: CAP,
+        ..opts()
+    })?;
+    // 16 KiB of environment: the stack is larger than the cap, so the copy is capped and
+    // the kernel walks the frame pointers too.
+    let child = Command::new(busy_binary()?)
+        .args(["spin", "5"])
+        .env("HOTSPOT_TEST_PAD", "x".repeat(16 << 10))
+        .spawn()?;
+    let pid = child.id();
+    settle();
+    sampler.add_target(pid)?;
+    let events = collect(&mut sampler, Duration::from_secs(1))?;
+    let maps = maps(pid)?;
+    finish(child)?;
+
+    let bin = busy_binary()?.to_str().context("path")?.to_owned();
+    let text: Vec<&Mapping> = maps
+        .iter()
+        .filter(|m| m.path == bin && m.perms.contains('x'))
+        .collect();
+    ensure!(!text.is_empty(), "no executable mapping of {bin}");
+    let samples = samples(&events);
+    ensure!(samples.len() >= 100, "only {} samples", samples.len());
+    let mut checked = 0;
+    for s in &samples {
+        let regs = regs_of(s)?;
+        if s.stack_end != StackEnd::Cap {
+            continue; // checked below
+        }
+        ensure!(s.stack.len() == CAP as usize, "{} bytes", s.stack.len());
+        // The walk starts from the same registers the copy does.
+        ensure!(
+            s.user.first() == Some(&regs.ip),
+            "chain {:x?} does not start at ip {:#x}",
+            s.user,
+            regs.ip
+        );
+        // Each return address the walk found in the fixture's code is a word of the
+        // copy, at increasing offsets: the frame records themselves were copied.
+        let mut from = 0;
+        for &ret in &s.user[1..] {
+            if !text.iter().any(|m| m.contains(ret)) {
+                continue;
+            }
+            let at = words(&s.stack)
+                .find(|&(off, w)| off >= from && w == ret)
+                .map(|(off, _)| off)
+                .with_context(|| {
+                    format!(
+                        "return address {ret:#x} of chain {:x?} not in the copy above offset {from}",
+                        s.user
+                    )
+                })?;
+            from = at + 8;
+            checked += 1;
+        }
+    }
+    check_ends(&samples, StackEnd::Cap)?;
+    // spin → middle (→ leaf): at least one return address per sample.
+    ensure!(
+        checked >= samples.len(),
+        "only {checked} return addresses checked in {} samples",
+        samples.len()
+    );
+    Ok(())
+}
+
+#[test]
+fn a_small_cap_copies_exactly_the_cap() -> Result<()> {
+    let _serial = serial();
+    let mut sampler = sampler(SamplerOptions {
+        stack_cap: 256,
+        ..opts()
+    })?;
+    let child = busy(&["spin", "5"])?;
+    settle();
+    sampler.add_target(child.id())?;
+    let events = collect(&mut sampler, Duration::from_millis(500))?;
+    finish(child)?;
+    let samples = samples(&events);
+    ensure!(samples.len() >= 50, "only {} samples", samples.len());
+    check_ends(&samples, StackEnd::Cap)?;
+    for s in samples.iter().filter(|s| s.stack_end == StackEnd::Cap) {
+        ensure!(
+            s.stack.len() == 256,
+            "{} bytes under a 256-byte cap",
+            s.stack.len()
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn thread_stacks_end_at_their_own_mapping() -> Result<()> {
+    let _serial = serial();
+    let mut sampler = sampler(opts())?;
+    let child = busy(&["threads", "5"])?;
+    let pid = child.id();
+    settle();
+    sampler.add_target(pid)?;
+    let events = collect(&mut sampler, Duration::from_secs(1))?;
+    let maps = maps(pid)?;
+    finish(child)?;
+
+    let workers: Vec<_> = samples(&events)
+        .into_iter()
+        .filter(|s| s.tid != pid)
+        .collect();
+    ensure!(
+        workers.len() >= 100,
+        "only {} worker samples",
+        workers.len()
+    );
+    for s in &workers {
+        let regs = regs_of(s)?;
+        let mapping = mapping_of(&maps, regs.sp)
+            .with_context(|| format!("sp {:#x} in no mapping", regs.sp))?;
+        // glibc's thread stacks are anonymous mappings of their own.
+        ensure!(mapping.path.is_empty(), "thread stack in {mapping:?}");
+        if s.stack_end != StackEnd::MappingEnd {
+            continue; // checked below
+        }
+        ensure!(
+            regs.sp + s.stack.len() as u64 == mapping.end,
+            "copy {:#x}+{} ended by {:?}, mapping ends at {:#x}",
+            regs.sp,
+            s.stack.len(),
+            s.stack_end,
+            mapping.end
+        );
+    }
+    check_ends(&workers, StackEnd::MappingEnd)?;
+    Ok(())
+}
+
+#[test]
+fn kernel_mode_samples_carry_the_tasks_user_registers() -> Result<()> {
+    let _serial = serial();
+    let bin = fixture_binary("syscalls")?;
+    let mut sampler = sampler(opts())?;
+    let child = Command::new(&bin).arg("5").spawn()?;
+    let pid = child.id();
+    settle();
+    sampler.add_target(pid)?;
+    let events = collect(&mut sampler, Duration::from_secs(1))?;
+    let maps = maps(pid)?;
+    finish(child)?;
+
+    let stack = stack_mapping(&maps)?;
+    let bin = bin.to_str().context("path")?.to_owned();
+    let text: Vec<&Mapping> = maps
+        .iter()
+        .filter(|m| m.path == bin && m.perms.contains('x'))
+        .collect();
+    let samples = samples(&events);
+    let in_kernel: Vec<&RawSample> = samples
+        .iter()
+        .copied()
+        .filter(|s| !s.kernel.is_empty())
+        .collect();
+    ensure!(
+        in_kernel.len() * 5 > samples.len() && samples.len() >= 100,
+        "only {}/{} samples in the kernel",
+        in_kernel.len(),
+        samples.len()
+    );
+    for s in &in_kernel {
+        // Saved on entry to the kernel: the user side is in glibc's write().
+        let regs = regs_of(s)?;
+        let code = mapping_of(&maps, regs.ip)
+            .with_context(|| format!("ip {:#x} in no mapping", regs.ip))?;
+        ensure!(
+            code.path.contains("libc") && code.perms.contains('x'),
+            "ip {:#x} in {code:?}, not libc's code",
+            regs.ip
+        );
+        ensure!(stack.contains(regs.sp), "sp {:#x} outside [stack]", regs.sp);
+        if s.stack_end != StackEnd::MappingEnd {
+            continue; // checked below
+        }
+        ensure!(
+            regs.sp + s.stack.len() as u64 == stack.end,
+            "copy {:#x}+{} does not end at the mapping end",
+            regs.sp,
+            s.stack.len()
+        );
+        // The stack above write() holds its callers' return addresses.
+        ensure!(
+            words(&s.stack[..s.stack.len().min(512)])
+                .any(|(_, w)| text.iter().any(|m| m.contains(w))),
+            "no return address into the fixture near sp"
+        );
+    }
+    check_ends(&in_kernel, StackEnd::MappingEnd)?;
+    Ok(())
+}
+
+#[test]
+fn no_samples_lost_at_4999_hz_on_every_cpu() -> Result<()> {
+    let _serial = serial();
+    let cpus = std::thread::available_parallelism()?.get() as u64;
+    let mut sampler = sampler(SamplerOptions {
+        freq_hz: 4999,
+        ring_bytes: ring_bytes_for(4999, cpus, 65536),
+        ..opts()
+    })?;
+    // Three spinning threads keep every CPU of a 2-CPU machine busy.
+    let child = busy(&["threads", "5"])?;
+    let pid = child.id();
+    settle();
+    let before = cpu_ticks(pid)?;
+    sampler.add_target(pid)?;
+    let events = collect(&mut sampler, Duration::from_secs(3))?;
+    sampler.remove_target(pid)?;
+    let ticks = cpu_ticks(pid)? - before;
+    let lost: u64 = sampler.lost_per_cpu()?.iter().sum();
+    finish(child)?;
+    let samples = samples(&events);
+    // Ring bytes of a record (the kernel's 8-byte record header included).
+    let ring_bytes: usize = samples
+        .iter()
+        .map(|s| 8 + 80 + 8 * (s.user.len() + s.kernel.len()) + s.stack.len())
+        .sum();
+    ensure!(
+        lost == 0,
+        "{lost} samples lost, {} kept ({} ring bytes each)",
+        samples.len(),
+        ring_bytes / samples.len().max(1)
+    );
+    // A tick samples whatever runs on its CPU: the target gets one per 200 µs of the
+    // CPU time it had (other work on the machine takes the rest).
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    let expected = ticks * 4999 / hz;
+    ensure!(
+        expected >= 4999 && samples.len() as u64 * 10 >= expected * 8,
+        "{} samples for {ticks} ticks of CPU time (~{expected} expected)",
+        samples.len()
+    );
+    ensure!(
+        samples
+            .iter()
+            .all(|s| s.regs.is_some() && !s.stack.is_empty())
+    );
+    Ok(())
+}
+
+#[test]
+fn stack_caps_above_the_program_s_limit_are_refused() -> Result<()> {
+    let _serial = serial();
+    let error = BpfSampler::load(&SamplerOptions {
+        stack_cap: 65537,
+        ..opts()
+    })
+    .err()
+    .context("a 65537-byte cap was accepted")?;
+    ensure!(
+        matches!(error, BpfError::InvalidOptions(_)),
+        "unexpected error: {error}"
+    );
     Ok(())
 }

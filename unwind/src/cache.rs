@@ -8,7 +8,9 @@
 use crate::cfi::Compiled;
 use crate::limits::CACHE_SLOTS;
 
+/// 32 bytes, aligned: a lookup touches one cache line.
 #[derive(Clone, Copy, Debug)]
+#[repr(align(32))]
 struct Slot {
     /// 0: empty (module ids start at 1).
     module: u64,
@@ -24,6 +26,7 @@ pub(crate) struct RuleCache {
 }
 
 const _: () = assert!(CACHE_SLOTS.is_power_of_two());
+const _: () = assert!(std::mem::size_of::<Slot>() == 32);
 
 impl RuleCache {
     pub(crate) fn new() -> RuleCache {
@@ -51,21 +54,20 @@ impl RuleCache {
         module: u64,
         svma: u64,
         compile: impl FnOnce() -> Compiled,
-    ) -> Compiled {
+    ) -> &Compiled {
         let i = Self::slot(module, svma) & (CACHE_SLOTS - 1);
         let slot = &mut self.slots[i];
         if slot.module == module && slot.svma == svma {
             self.hits += 1;
-            return slot.value;
+        } else {
+            self.misses += 1;
+            *slot = Slot {
+                module,
+                svma,
+                value: compile(),
+            };
         }
-        self.misses += 1;
-        let value = compile();
-        *slot = Slot {
-            module,
-            svma,
-            value,
-        };
-        value
+        &slot.value
     }
 }
 
@@ -76,10 +78,10 @@ mod tests {
     #[test]
     fn hits_after_a_miss_and_keys_are_exact() {
         let mut c = RuleCache::new();
-        assert_eq!(c.get(1, 0x1000, || Compiled::Bad), Compiled::Bad);
-        assert_eq!(c.get(1, 0x1000, || Compiled::NoFde), Compiled::Bad);
-        assert_eq!(c.get(2, 0x1000, || Compiled::NoFde), Compiled::NoFde);
-        assert_eq!(c.get(1, 0x1001, || Compiled::NoFde), Compiled::NoFde);
+        assert_eq!(*c.get(1, 0x1000, || Compiled::Bad), Compiled::Bad);
+        assert_eq!(*c.get(1, 0x1000, || Compiled::NoFde), Compiled::Bad);
+        assert_eq!(*c.get(2, 0x1000, || Compiled::NoFde), Compiled::NoFde);
+        assert_eq!(*c.get(1, 0x1001, || Compiled::NoFde), Compiled::NoFde);
         assert!(c.hits >= 1);
     }
 

@@ -264,12 +264,12 @@ fn to_rule(row: &UnwindTableRow<usize>, data: &[u8], signal: bool) -> Option<Rul
         }
         CfaRule::Expression(e) => Cfa::from(expression(data, e)?),
     };
-    Some(Rule {
+    Rule::new(
         cfa,
         // No rule for the return address is DWARF's "undefined": the outermost frame.
-        ra: value(row.register(X86_64::RA), Value::Undefined, data)?,
-        bp: value(row.register(X86_64::RBP), Value::Same, data)?,
-        sp: value(
+        value(row.register(X86_64::RA), Value::Undefined, data)?,
+        value(row.register(X86_64::RBP), Value::Same, data)?,
+        value(
             row.register(X86_64::RSP),
             Value::At {
                 base: Base::Cfa,
@@ -279,5 +279,5 @@ fn to_rule(row: &UnwindTableRow<usize>, data: &[u8], signal: bool) -> Option<Rul
             data,
         )?,
         signal,
-    })
+    )
 }

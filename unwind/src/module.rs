@@ -23,9 +23,17 @@ pub struct ModuleUnwind {
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl ModuleUnwind {
-    /// Reads the unwind information of an ELF file (x86_64, ELF64 little-endian). A file
-    /// without any CFI is fine: its code is unwound by the frame-pointer rule.
+    /// Reads the unwind information of an ELF file (x86_64, ELF64 little-endian) held in
+    /// memory. A file without any CFI is fine: its code is unwound by the frame-pointer
+    /// rule.
     pub fn from_elf(data: &[u8]) -> Result<ModuleUnwind, UnwindError> {
+        Self::read(data)
+    }
+
+    /// [`ModuleUnwind::from_elf`] from any `object::ReadRef`: a `ReadCache` over an open
+    /// file reads only the headers and the sections kept, with `pread` (a mapping of a
+    /// target's binary would fault if the target truncated the file under it).
+    pub fn read<'d, R: object::ReadRef<'d>>(data: R) -> Result<ModuleUnwind, UnwindError> {
         let sections = elf::read_module(data)?;
         let eh_frame = sections.eh_frame.map(|eh| {
             Cfi::eh_frame(
@@ -50,6 +58,15 @@ impl ModuleUnwind {
     /// used where `.eh_frame` has no entry. Replaces a `.debug_frame` read before. A debug
     /// file without one changes nothing.
     pub fn add_debug_frame(&mut self, debug_file: &[u8]) -> Result<(), UnwindError> {
+        self.read_debug_frame(debug_file)
+    }
+
+    /// [`ModuleUnwind::add_debug_frame`] from any `object::ReadRef` (see
+    /// [`ModuleUnwind::read`]).
+    pub fn read_debug_frame<'d, R: object::ReadRef<'d>>(
+        &mut self,
+        debug_file: R,
+    ) -> Result<(), UnwindError> {
         if let Some(copied) = elf::read_debug_frame(debug_file)? {
             let cfi = Cfi::debug_frame(copied);
             if !cfi.is_empty() {

@@ -69,10 +69,13 @@ impl Unwinder {
                 return End::DepthLimit;
             }
             out.push(Frame { addr: st.ip, exact });
+            // Without CFI: whether rbp = 0 may mark the outermost frame (see frame_pointer).
+            let mut zero_bp_ends = false;
             let rule = match code {
                 CodeAt::Unmapped => return End::Unmapped,
                 CodeAt::Anonymous => None,
                 CodeAt::Module { module, svma } => {
+                    zero_bp_ends = !module.has_cfi();
                     let ctx = &mut self.ctx;
                     match self
                         .cache
@@ -84,27 +87,28 @@ impl Unwinder {
                     }
                 }
             };
-            let next = match rule {
+            let went_on = match rule {
                 Some(rule) => {
+                    exact = rule.signal;
                     if rule.signal {
                         // The kernel's return address into a signal trampoline is its
-                        // entry, not the instruction after a call.
+                        // entry, not the instruction after a call; and the caller's PC
+                        // (read from the ucontext) was interrupted: both exact.
                         if let Some(frame) = out.last_mut() {
                             frame.exact = true;
                         }
                     }
-                    rule.apply(&st, stack)
+                    rule.apply(&mut st, stack)
                 }
-                None => frame_pointer(&st, stack),
+                None => {
+                    exact = false;
+                    frame_pointer(&mut st, stack, zero_bp_ends)
+                }
             };
-            match next {
+            match went_on {
                 Err(end) => return end,
-                Ok(None) => return End::Complete,
-                Ok(Some(caller)) => {
-                    // After a signal frame the caller's PC was interrupted: exact.
-                    exact = rule.is_some_and(|r| r.signal);
-                    st = caller;
-                }
+                Ok(false) => return End::Complete,
+                Ok(true) => {}
             }
         }
     }
@@ -112,8 +116,14 @@ impl Unwinder {
 
 /// The frame-pointer rule for code without CFI, if rbp looks like a frame pointer: set,
 /// 8-aligned, not below sp. Otherwise there is no way on: [`End::NoUnwindInfo`].
-fn frame_pointer(st: &State, stack: &StackCopy) -> Result<Option<State>, End> {
+///
+/// In a module without any CFI, rbp = 0 is the outermost frame: the x86_64 ABI has the
+/// deepest frame mark itself so (`_start` clears rbp), and nothing else says where such a
+/// stack ends. In JIT code or in a module whose CFI merely misses this address, rbp = 0
+/// only says rbp is no frame pointer.
+fn frame_pointer(st: &mut State, stack: &StackCopy, zero_bp_ends: bool) -> Result<bool, End> {
     match st.bp {
+        Some(0) if zero_bp_ends => Ok(false),
         Some(bp) if bp % 8 == 0 && bp >= st.sp => {
             // rbp far outside the copy is not a frame pointer of this stack.
             stack.check_cfa(bp).map_err(|end| match end {

@@ -1,0 +1,240 @@
+//! User stacks unwound in the recorder: the CFI unwinder run over the registers and stack
+//! bytes the kernel copied, through a process's mappings; the kernel's frame-pointer chain
+//! spliced on past the copy; and the reason a stack stopped short, for its marker frame.
+//! The stack bytes are the target's data: they are read here and never written anywhere.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hotspot_unwind::{
+    AddressSpace, CodeAt, End, Frame, Regs, StackCopy, Unwinder, splice_frame_pointers,
+};
+
+use crate::module_file::{ModuleFile, ModuleFiles};
+use crate::normalizer::file_of;
+use crate::proc_maps::{self, MappingKind};
+use crate::process_table::ProcessTable;
+
+/// Why a stack stopped short of its root; named by the marker frame that ends it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// The copy ended at `--stack-cap` and the rest had no frame pointers to follow.
+    StackCap,
+    /// The copy ended at a page the kernel could not read (not resident).
+    UnreadablePage,
+    /// The caller's frame is not on the copied stack (a stack switch: coroutines,
+    /// `sigaltstack`), or the stack pointer is corrupt.
+    OutsideStack,
+    /// Code in this module has no call-frame information for the address.
+    NoUnwindInfo(String),
+    /// The module's call-frame information is malformed or uses what we cannot follow.
+    BadUnwindInfo(String),
+    /// A return address points at no code.
+    Unmapped,
+    /// The unwound frame did not move up the stack.
+    NoProgress,
+    /// More frames than [`hotspot_unwind::MAX_FRAMES`].
+    DepthLimit,
+}
+
+impl Reason {
+    /// The marker frame's name.
+    pub fn text(&self) -> String {
+        match self {
+            Reason::StackCap => "[truncated: stack larger than --stack-cap]".into(),
+            Reason::UnreadablePage => "[unreadable stack page]".into(),
+            Reason::OutsideStack => "[stack switch: caller not on the copied stack]".into(),
+            Reason::NoUnwindInfo(m) => format!("[no unwind info: {m}]"),
+            Reason::BadUnwindInfo(m) => format!("[bad unwind info: {m}]"),
+            Reason::Unmapped => "[return address outside any code]".into(),
+            Reason::NoProgress => "[corrupt stack: a frame did not move up]".into(),
+            Reason::DepthLimit => {
+                format!(
+                    "[truncated: deeper than {} frames]",
+                    hotspot_unwind::MAX_FRAMES
+                )
+            }
+        }
+    }
+}
+
+/// One sample's user side, as the kernel copied it.
+#[derive(Debug, Clone, Copy)]
+pub struct UserSample<'a> {
+    pub pid: u32,
+    pub time_ns: u64,
+    pub regs: Regs,
+    pub stack: StackCopy<'a>,
+    /// The kernel's frame-pointer walk of the same sample (the PC first), for the splice.
+    pub fp_chain: &'a [u64],
+}
+
+/// The frame-pointer chain the kernel hands over holds at most this many frames
+/// (`kernel.perf_event_max_stack`): a chain this long was cut, not ended.
+const FP_CHAIN_MAX: usize = 127;
+
+/// The unwinder and what it keeps between samples.
+#[derive(Debug)]
+pub struct UserStacks {
+    unwinder: Unwinder,
+    frames: Vec<Frame>,
+    debug_dirs: Vec<PathBuf>,
+    /// The vDSO image (the same in every process of this kernel), read from our own
+    /// process at the first frame in it.
+    vdso: Option<Option<Arc<ModuleFile>>>,
+    proc_root: PathBuf,
+}
+
+impl UserStacks {
+    pub fn new(debug_dirs: Vec<PathBuf>, proc_root: PathBuf) -> Self {
+        UserStacks {
+            unwinder: Unwinder::new(),
+            frames: Vec::new(),
+            debug_dirs,
+            vdso: None,
+            proc_root,
+        }
+    }
+
+    /// Unwinds one sample: its frames (leaf first; `exact` frames are looked up as is,
+    /// the others at `addr - 1`) and, when it stopped short, why.
+    pub fn unwind(
+        &mut self,
+        procs: &mut ProcessTable,
+        files: &mut ModuleFiles,
+        sample: &UserSample,
+    ) -> (&[Frame], Option<Reason>) {
+        let vdso = self.vdso_image();
+        let mut space = Space {
+            procs,
+            files,
+            pid: sample.pid,
+            time_ns: sample.time_ns,
+            refreshed: false,
+            vdso: vdso.as_deref(),
+            debug_dirs: &self.debug_dirs,
+            current: None,
+        };
+        let mut end =
+            self.unwinder
+                .unwind(sample.regs, &sample.stack, &mut space, &mut self.frames);
+        if end == End::StackCap
+            && splice_frame_pointers(
+                &mut self.frames,
+                sample.fp_chain,
+                &sample.stack,
+                sample.regs.bp,
+            )
+        {
+            // The chain went on where the copy stopped. A chain cut at the kernel's
+            // depth limit is still short; one that ended on its own reached its root
+            // (or a frame without a frame pointer, which no walk can tell apart).
+            if sample.fp_chain.len() < FP_CHAIN_MAX {
+                end = End::Complete;
+            }
+        }
+        let mut module = || {
+            let last = self.frames.last().map_or(sample.regs.ip, |f| f.addr);
+            space_module_name(space.procs, sample.pid, last)
+        };
+        let reason = match end {
+            End::Complete => None,
+            End::StackCap => Some(Reason::StackCap),
+            End::UnreadablePage => Some(Reason::UnreadablePage),
+            End::OutsideStack => Some(Reason::OutsideStack),
+            End::NoUnwindInfo => Some(Reason::NoUnwindInfo(module())),
+            End::BadUnwindInfo => Some(Reason::BadUnwindInfo(module())),
+            End::Unmapped => Some(Reason::Unmapped),
+            End::NoProgress => Some(Reason::NoProgress),
+            End::DepthLimit => Some(Reason::DepthLimit),
+        };
+        (&self.frames, reason)
+    }
+
+    fn vdso_image(&mut self) -> Option<Arc<ModuleFile>> {
+        self.vdso
+            .get_or_insert_with(|| {
+                let image = crate::module_file::own_vdso_image(&self.proc_root)?;
+                ModuleFile::from_image(Path::new("[vdso]"), &image).map(Arc::new)
+            })
+            .clone()
+    }
+}
+
+/// The file name of the mapping holding `addr` in `pid` (for a reason's text).
+fn space_module_name(procs: &mut ProcessTable, pid: u32, addr: u64) -> String {
+    let m = procs
+        .get_mut(pid)
+        .and_then(|e| proc_maps::find(&e.maps, addr).cloned());
+    match m {
+        Some(m) if m.kind() == MappingKind::File => Path::new(&m.path)
+            .file_name()
+            .map_or(m.path.clone(), |n| n.to_string_lossy().into_owned()),
+        Some(m) if m.kind() == MappingKind::Vdso => "[vdso]".into(),
+        _ => "[anonymous]".into(),
+    }
+}
+
+/// One process's mappings as the unwinder sees them.
+struct Space<'a> {
+    procs: &'a mut ProcessTable,
+    files: &'a mut ModuleFiles,
+    pid: u32,
+    time_ns: u64,
+    /// The maps were re-read for an address they missed (once per sample at most).
+    refreshed: bool,
+    vdso: Option<&'a ModuleFile>,
+    debug_dirs: &'a [PathBuf],
+    /// Keeps the file of the last lookup alive while the unwinder holds its tables.
+    current: Option<Arc<ModuleFile>>,
+}
+
+impl AddressSpace for Space<'_> {
+    fn code_at(&mut self, avma: u64) -> CodeAt<'_> {
+        let mut found = self.mapping(avma);
+        if found.is_none() && !self.refreshed {
+            // A library mapped after the maps were last read (dlopen).
+            self.refreshed = true;
+            if self.procs.refresh_maps(self.pid, self.time_ns, false) {
+                found = self.mapping(avma);
+            }
+        }
+        let Some((idx, kind, start, offset)) = found else {
+            return CodeAt::Unmapped;
+        };
+        match kind {
+            MappingKind::Anonymous => CodeAt::Anonymous,
+            MappingKind::Vdso => {
+                let Some(vdso) = self.vdso else {
+                    return CodeAt::Anonymous;
+                };
+                match (vdso.vaddr_of(avma - start), vdso.unwind_if_read()) {
+                    (Some(svma), Some(module)) => CodeAt::Module { module, svma },
+                    _ => CodeAt::Anonymous,
+                }
+            }
+            MappingKind::File => {
+                self.current = file_of(self.procs, self.files, self.pid, idx);
+                let Some(file) = self.current.as_deref() else {
+                    // Not readable as ELF: all that is left is the frame-pointer rule.
+                    return CodeAt::Anonymous;
+                };
+                let svma = file.vaddr_of(avma - start + offset);
+                match (svma, file.unwind(self.debug_dirs)) {
+                    (Some(svma), Some(module)) => CodeAt::Module { module, svma },
+                    _ => CodeAt::Anonymous,
+                }
+            }
+        }
+    }
+}
+
+impl Space<'_> {
+    /// Index, kind, start and file offset of the executable mapping holding `avma`.
+    fn mapping(&mut self, avma: u64) -> Option<(usize, MappingKind, u64, u64)> {
+        let entry = self.procs.get_mut(self.pid)?;
+        let m = proc_maps::find(&entry.maps, avma)?;
+        let idx = entry.maps.partition_point(|x| x.start <= avma) - 1;
+        Some((idx, m.kind(), m.start, m.offset))
+    }
+}
