@@ -124,6 +124,7 @@ impl UserStacks {
                 sample.fp_chain,
                 &sample.stack,
                 sample.regs.bp,
+                &mut space,
             )
         {
             // The chain went on where the copy stopped. A chain cut at the kernel's
