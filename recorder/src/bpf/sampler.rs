@@ -189,13 +189,8 @@ impl BpfSampler {
 
         let all_processes = u8::from(opts.all_processes);
         let follow_children = u8::from(opts.follow_children);
-        // Relocated against the few kernel types the programs read (see btf_subset),
-        // not the whole kernel BTF: parsing that took ~30 ms of CPU and ~18 MB. Should
-        // the subset fail, the loader parses the kernel's BTF itself, as it does by
-        // default. Either way there is one source: the task programs are raw
-        // tracepoints, which attach by name, not by BTF id as tp_btf ones would.
         // The copy's scratch is indexed by CPU number; without the copy one slot is
-        // enough (its 70 KiB per CPU are kernel memory).
+        // enough (its 72 KiB per CPU are kernel memory).
         let stack_scratch_entries = if opts.stack_cap == 0 {
             1
         } else {
@@ -203,6 +198,11 @@ impl BpfSampler {
                 .map_err(|(path, source)| BpfError::OnlineCpus { path, source })?;
             u32::try_from(cpus).unwrap_or(u32::MAX)
         };
+        // Relocated against the few kernel types the programs read (see btf_subset),
+        // not the whole kernel BTF: parsing that took ~30 ms of CPU and ~18 MB. Should
+        // the subset fail, the loader parses the kernel's BTF itself, as it does by
+        // default. Either way there is one source: the task programs are raw
+        // tracepoints, which attach by name, not by BTF id as tp_btf ones would.
         let globals = Globals {
             all_processes: &all_processes,
             follow_children: &follow_children,
