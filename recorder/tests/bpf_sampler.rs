@@ -690,7 +690,7 @@ fn check_ends(samples: &[&RawSample], want: StackEnd) -> Result<()> {
         }
         let regs = regs_of(s)?;
         ensure!(
-            s.stack_end == StackEnd::Fault && (regs.sp + s.stack.len() as u64) % 4096 == 0,
+            s.stack_end == StackEnd::Fault && (regs.sp + s.stack.len() as u64).is_multiple_of(4096),
             "copy {:#x}+{} ended by {:?}, not {want:?}",
             regs.sp,
             s.stack.len(),
@@ -959,7 +959,7 @@ fn a_page_never_faulted_in_ends_the_copy_and_keeps_what_precedes_it() -> Result<
         );
         // Page by page: everything up to the hole is kept, and the hole starts a page.
         let end = regs.sp + s.stack.len() as u64;
-        ensure!(end % 4096 == 0, "the copy ends mid-page at {end:#x}");
+        ensure!(end.is_multiple_of(4096), "the copy ends mid-page at {end:#x}");
         ensure!(
             s.stack.len() < 16384,
             "{} bytes copied across the hole",

@@ -129,7 +129,11 @@ mod tests {
         // add $8,%rsp; ret: the return address is one word up.
         let bytes = words(&[0xaaaa, 0x4242, 0]);
         let mut st = state();
-        let r = unwind(&[0x48, 0x83, 0xc4, 0x08, 0xc3, 0xcc], &mut st, &copy(&bytes));
+        let r = unwind(
+            &[0x48, 0x83, 0xc4, 0x08, 0xc3, 0xcc],
+            &mut st,
+            &copy(&bytes),
+        );
         assert_eq!(r, Some(Ok(true)));
         assert_eq!((st.ip, st.sp, st.bp), (0x4242, 0x1010, Some(0x77)));
     }

@@ -1,8 +1,8 @@
 //! Walks one sample's stack from its registers to the outermost frame it can reach.
 
 use crate::cache::RuleCache;
-use crate::epilogue;
 use crate::cfi::{Compiled, Context};
+use crate::epilogue;
 use crate::rule::{Rule, State};
 use crate::{AddressSpace, CodeAt, End, Frame, MAX_FRAMES, Regs, StackCopy};
 
@@ -84,6 +84,8 @@ impl Unwinder {
                         .get(module.id(), svma, || module.compile(svma, ctx))
                     {
                         Compiled::Rule(rule) => Some(rule),
+                        // The entry point without CFI is the first thread's outermost frame.
+                        Compiled::NoFde if module.at_entry(svma) => return End::Complete,
                         Compiled::NoFde => None,
                         Compiled::Bad => return End::BadUnwindInfo,
                     }
