@@ -47,10 +47,20 @@ struct signal_struct {
 	atomic_t live;
 } __attribute__((preserve_access_index));
 
+struct mm_struct {
+	unsigned long start_stack; /* the main thread's initial sp: where argc is */
+} __attribute__((preserve_access_index));
+
+struct thread_struct {
+	unsigned long fsbase; /* the thread pointer, saved at the last switch */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid;
 	int tgid;
 	struct signal_struct *signal;
+	struct mm_struct *mm;
+	struct thread_struct thread;
 } __attribute__((preserve_access_index));
 
 /* Its layout changes between releases (both are nested in anonymous unions since 6.12). */
@@ -59,8 +69,6 @@ struct vm_area_struct {
 	unsigned long vm_end;
 } __attribute__((preserve_access_index));
 
-#define HS_FRAME_BYTES ((HS_MAX_USER_FRAMES + HS_MAX_KERNEL_FRAMES) * sizeof(__u64))
-
 /* A frame-pointer sample record as it is built before being copied into the ring. */
 struct hs_sample_buf {
 	struct hs_header hdr;
@@ -68,16 +76,21 @@ struct hs_sample_buf {
 	__u64 frames[HS_MAX_USER_FRAMES + HS_MAX_KERNEL_FRAMES];
 };
 
+#define HS_HEAD_MAX (sizeof(struct hs_sample_buf))
+
 /*
- * A stack sample record under construction: the frames, then the stack bytes
- * right after them, so the finished record is one contiguous block. The page
- * of slack at the end is never part of a record: it lets the verifier accept
- * a page-sized copy at any offset the stack can start at.
+ * A stack sample record under construction. The stack is copied first, to its
+ * fixed place; whether the frame-pointer walk is wanted is known only then.
+ * The header, registers and frames are built in `rec` and moved right before
+ * the copy, so that the finished record is one contiguous block ending at
+ * stack + stack_len, handed to the ring in one call. The page of slack after
+ * the stack lets the verifier accept a page-sized copy at any offset below
+ * the cap.
  */
 struct hs_stack_buf {
-	struct hs_header hdr;
-	struct hs_user_regs regs;
-	__u8 data[HS_FRAME_BYTES + HS_MAX_STACK + HS_PAGE_SIZE];
+	__u8 head[HS_HEAD_MAX];
+	__u8 stack[HS_MAX_STACK + HS_PAGE_SIZE];
+	struct hs_sample_buf rec;
 };
 
 struct {
@@ -112,7 +125,7 @@ struct {
 } scratch SEC(".maps");
 
 /*
- * 70 KiB per CPU is over the 32 KiB limit of a PERCPU_ARRAY value, so this is
+ * 72 KiB per CPU is over the 32 KiB limit of a PERCPU_ARRAY value, so this is
  * a plain ARRAY indexed by CPU number; the loader sets max_entries to the
  * number of possible CPUs (1 when hs_sample_stack is not loaded). Each CPU
  * only touches its own slot, and perf_event programs do not nest on a CPU.
@@ -377,29 +390,58 @@ static __always_inline __u64 stack_mapping_end(struct task_struct *task, __u32 t
 }
 
 /*
- * Copies `len` bytes of user stack from `sp` to `dst + at`, a page at a time:
- * bpf_probe_read_user is all or nothing and cannot fault a page in, so one
- * non-resident page must end the copy without losing the pages before it.
- * Returns the bytes copied; sets *faulted when a page could not be read.
+ * Where the frames end in the mapping that holds sp, which ends at `end`.
+ * The top of a mapping holds no frames: the main thread's stack ends in its
+ * arguments, environment and auxiliary vector above its initial sp
+ * (mm->start_stack, where argc is), a thread's in its thread control block
+ * and TLS, at and below the thread pointer (glibc and musl put both at the
+ * top of the thread's stack mapping). They cost 2.4 KB a sample on a glibc
+ * thread, and on the main thread up to 8 KiB of random gap under the strings
+ * besides: python3 copies 1.8 KB a sample to here, where copies to the
+ * mapping end averaged 5.7 KB (shared/notes/unwinding.md). The copy ends at the first of these that lies above sp.
  */
-static __always_inline __u64 copy_stack(__u8 *dst, __u64 at, __u64 sp, __u64 len, int *faulted)
+static __always_inline __u64 frames_top(struct task_struct *task, __u64 sp, __u64 end)
+{
+	struct mm_struct *mm = task->mm;
+	__u64 fsbase = task->thread.fsbase;
+	__u64 top = end;
+
+	if (mm) {
+		/* The word at start_stack (argc) is the last the entry code reads. */
+		__u64 args = mm->start_stack + sizeof(__u64);
+
+		if (args > sp && args < top)
+			top = args;
+	}
+	if (fsbase > sp && fsbase < top)
+		top = fsbase;
+	return top;
+}
+
+/*
+ * Copies `len` (at most HS_MAX_STACK) bytes of user stack from `sp` to `dst`,
+ * a page at a time: bpf_probe_read_user is all or nothing and cannot fault a
+ * page in, so one non-resident page must end the copy without losing the
+ * pages before it. Returns the bytes copied; sets *faulted when a page could
+ * not be read.
+ */
+static __always_inline __u64 copy_stack(__u8 *dst, __u64 sp, __u64 len, int *faulted)
 {
 	__u64 off = 0;
 
 	/* HS_MAX_STACK from an sp in mid-page spans one page more. */
 	for (int i = 0; i < HS_MAX_STACK / HS_PAGE_SIZE + 1; i++) {
-		__u64 chunk, pos;
+		__u64 chunk;
 
 		if (off >= len)
 			break;
 		chunk = HS_PAGE_SIZE - ((sp + off) & (HS_PAGE_SIZE - 1));
 		if (chunk > len - off)
 			chunk = len - off;
-		/* Always true; stated so that the verifier can bound the write. */
-		pos = at + off;
-		if (pos > HS_FRAME_BYTES + HS_MAX_STACK || chunk > HS_PAGE_SIZE)
+		/* Always false; stated so that the verifier can bound the write. */
+		if (off >= HS_MAX_STACK || chunk > HS_PAGE_SIZE)
 			break;
-		if (bpf_probe_read_user(dst + pos, chunk, (void *)(sp + off))) {
+		if (bpf_probe_read_user(dst + off, chunk, (void *)(sp + off))) {
 			*faulted = 1;
 			break;
 		}
@@ -410,8 +452,9 @@ static __always_inline __u64 copy_stack(__u8 *dst, __u64 at, __u64 sp, __u64 len
 
 /*
  * Stack mode (the default): the sample also carries the user registers and the
- * live user stack, from sp to the end of its mapping, at most stack_cap bytes,
- * for the recorder to unwind with the modules' CFI. Needs bpf_find_vma (5.17).
+ * live user stack, from sp to the top of its frames (see frames_top), at most
+ * stack_cap bytes, for the recorder to unwind with the modules' CFI. Needs
+ * bpf_find_vma (5.17).
  */
 SEC("perf_event")
 int hs_sample_stack(struct bpf_perf_event_data *ctx)
@@ -422,7 +465,8 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct task_struct *task;
 	struct hs_stack_buf *buf;
-	__u64 len = 0, frames, copied = 0, size, vma_end, now;
+	struct hs_sample_buf *rec;
+	__u64 len = 0, copied = 0, head, start, vma_end, now;
 	__u32 flags, end;
 	int faulted = 0;
 	long err;
@@ -434,13 +478,14 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 	buf = bpf_map_lookup_elem(&stack_scratch, &cpu);
 	if (!buf)
 		return 0;
+	rec = &buf->rec;
 
 	task = bpf_get_current_task_btf();
-	flags = user_regs(ctx, task, &buf->regs);
+	flags = user_regs(ctx, task, &rec->regs);
 	if (flags == HS_REGS_NONE) {
-		buf->regs.ip = 0;
-		buf->regs.sp = 0;
-		buf->regs.bp = 0;
+		rec->regs.ip = 0;
+		rec->regs.sp = 0;
+		rec->regs.bp = 0;
 		end = HS_STACK_END_NO_VMA;
 	} else {
 		/*
@@ -449,10 +494,12 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 		 * the cap and let the first unreadable page end it.
 		 */
 		len = stack_cap;
-		vma_end = stack_mapping_end(task, tgid, tid, buf->regs.sp, now, &err);
+		vma_end = stack_mapping_end(task, tgid, tid, rec->regs.sp, now, &err);
+		if (vma_end)
+			vma_end = frames_top(task, rec->regs.sp, vma_end);
 		if (vma_end) {
-			if (vma_end - buf->regs.sp <= len) {
-				len = vma_end - buf->regs.sp;
+			if (vma_end - rec->regs.sp <= len) {
+				len = vma_end - rec->regs.sp;
 				end = HS_STACK_END_MAPPING;
 			} else {
 				end = HS_STACK_END_CAP;
@@ -464,29 +511,41 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 			len = 0;
 			end = HS_STACK_END_NO_VMA;
 		}
+		if (len > HS_MAX_STACK)
+			len = HS_MAX_STACK;
+		if (len > 0)
+			copied = copy_stack(buf->stack, rec->regs.sp, len, &faulted);
+		if (faulted)
+			end = HS_STACK_END_FAULT;
 	}
 
 	/*
 	 * The frame-pointer chain is only of use past the end of the copy: the
-	 * recorder splices it on when the copy could not hold the whole stack.
+	 * recorder splices it on when the copy could not hold the whole stack
+	 * (capped, or ended by a page it could not read). Walking it anyway cost
+	 * 0.5-0.7 us a sample (4999 Hz, 4 frames).
 	 */
-	frames = walk_frames(ctx, (__u64 *)buf->data, end != HS_STACK_END_MAPPING,
-			     (flags & HS_REGS_MASK) != HS_REGS_PERF, &buf->hdr);
-	if (len > HS_MAX_STACK)
-		len = HS_MAX_STACK;
-	if (len > 0)
-		copied = copy_stack(buf->data, frames, buf->regs.sp, len, &faulted);
-	if (faulted)
-		end = HS_STACK_END_FAULT;
+	head = sizeof(struct hs_header) + sizeof(struct hs_user_regs) +
+	       walk_frames(ctx, rec->frames, end != HS_STACK_END_MAPPING,
+			   (flags & HS_REGS_MASK) != HS_REGS_PERF, &rec->hdr);
+	fill_header(&rec->hdr, tgid, tid, now);
+	rec->regs.stack_len = copied;
+	rec->regs.flags = flags | end;
 
-	fill_header(&buf->hdr, tgid, tid, now);
-	buf->regs.stack_len = copied;
-	buf->regs.flags = flags | end;
-
-	size = sizeof(struct hs_header) + sizeof(struct hs_user_regs) + frames + copied;
-	if (size > sizeof(*buf))
-		size = sizeof(*buf);
-	if (bpf_ringbuf_output(&events, buf, size, sample_wakeup()))
+	/*
+	 * Stated for the verifier: head is at most the whole of rec. The offset
+	 * is computed as a number first (the barrier keeps clang from folding
+	 * it into pointer arithmetic the verifier cannot bound).
+	 */
+	if (head > HS_HEAD_MAX)
+		return 0;
+	start = HS_HEAD_MAX - head;
+	asm volatile("" : "+r"(start));
+	if (start > HS_HEAD_MAX)
+		return 0;
+	if (bpf_probe_read_kernel(&buf->head[start], head, rec))
+		return 0;
+	if (bpf_ringbuf_output(&events, &buf->head[start], head + copied, sample_wakeup()))
 		count_lost(HS_LOST_SAMPLES);
 	return 0;
 }

@@ -14,7 +14,8 @@
  *   user_depth   x u64      the kernel's frame-pointer walk of the user
  *                           stack, leaf first (the first is the user PC)
  *   kernel_depth x u64      kernel frames, leaf first
- *   stack_len    x u8       the user stack: the bytes at sp .. sp + stack_len
+ *   stack_len    x u8       the user stack: the bytes at sp .. sp + stack_len,
+ *                           up to the top of its frames (see HS_STACK_END_MAPPING)
  *
  * so it is exactly 80 + 8 * (user_depth + kernel_depth) + stack_len bytes
  * long: ring space follows the real stack depth and the bytes really copied,
@@ -24,8 +25,8 @@
  * leaves the registers zero, flags = HS_REGS_NONE | HS_STACK_END_CAP (the
  * copy is "capped" at 0 bytes) and stack_len 0. hs_sample_stack fills the
  * registers and copies the stack; it walks the frame-pointer chain only when
- * the copy cannot reach the end of the stack's mapping (then user_depth is
- * 0: the copy holds the whole stack and the chain would be redundant).
+ * the copy cannot reach the top of the stack (otherwise user_depth is 0: the
+ * copy holds every frame and the chain would be redundant).
  */
 #ifndef HOTSPOT_SAMPLE_H
 #define HOTSPOT_SAMPLE_H
@@ -78,7 +79,14 @@ _Static_assert(sizeof(struct hs_header) == 48, "raw.rs expects a 48-byte header"
 /* hs_user_regs.flags, bits 4-7: why the stack copy stopped. */
 #define HS_STACK_END_SHIFT 4
 #define HS_STACK_END_MASK (0xf << HS_STACK_END_SHIFT)
-#define HS_STACK_END_MAPPING (1 << HS_STACK_END_SHIFT) /* at the end of sp's mapping: the whole stack */
+/*
+ * At the top of the stack: the copy holds every frame. That is the end of
+ * sp's mapping, or lower where the mapping's top holds no frames: the main
+ * thread's stops at the word above its initial sp (mm->start_stack: argc;
+ * above are argv, envp, auxv, a random gap and the strings), a thread's at
+ * its thread pointer (above and just below are its TCB and TLS).
+ */
+#define HS_STACK_END_MAPPING (1 << HS_STACK_END_SHIFT)
 #define HS_STACK_END_CAP (2 << HS_STACK_END_SHIFT)     /* at stack_cap (or the mapping end was unknown) */
 #define HS_STACK_END_FAULT (3 << HS_STACK_END_SHIFT)   /* at a page that could not be read (not resident) */
 #define HS_STACK_END_NO_VMA (4 << HS_STACK_END_SHIFT)  /* sp is in no mapping (or no user context): nothing copied */

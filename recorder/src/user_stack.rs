@@ -3,6 +3,7 @@
 //! spliced on past the copy; and the reason a stack stopped short, for its marker frame.
 //! The stack bytes are the target's data: they are read here and never written anywhere.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -83,7 +84,20 @@ pub struct UserStacks {
     /// process at the first frame in it.
     vdso: Option<Option<Arc<ModuleFile>>>,
     proc_root: PathBuf,
+    /// Code bytes read from targets' anonymous executable memory (see
+    /// [`AddressSpace::read_code`]), by (pid, address).
+    code: HashMap<(u32, u64), CodeBytes>,
 }
+
+/// Bytes of a target's code, as [`read_target_code`] read them.
+type CodeBytes = ([u8; CODE_BYTES], usize);
+
+/// Bytes of code read at a return address in code without CFI.
+const CODE_BYTES: usize = 16;
+
+/// Code snippets kept: trampolines and JIT code are a few thousand addresses at most;
+/// past this the cache starts over rather than grow.
+const MAX_CODE_SNIPPETS: usize = 4096;
 
 impl UserStacks {
     pub fn new(debug_dirs: Vec<PathBuf>, proc_root: PathBuf) -> Self {
@@ -93,6 +107,7 @@ impl UserStacks {
             debug_dirs,
             vdso: None,
             proc_root,
+            code: HashMap::new(),
         }
     }
 
@@ -114,6 +129,7 @@ impl UserStacks {
             vdso: vdso.as_deref(),
             debug_dirs: &self.debug_dirs,
             current: None,
+            code: &mut self.code,
         };
         let mut end =
             self.unwinder
@@ -124,6 +140,7 @@ impl UserStacks {
                 sample.fp_chain,
                 &sample.stack,
                 sample.regs.bp,
+                &mut space,
             )
         {
             // The chain went on where the copy stopped. A chain cut at the kernel's
@@ -161,6 +178,27 @@ impl UserStacks {
     }
 }
 
+/// Up to [`CODE_BYTES`] bytes of `pid`'s memory at `avma` (as root, with
+/// `process_vm_readv`: one call, no file descriptor kept); none when it cannot be read.
+fn read_target_code(pid: u32, avma: u64) -> CodeBytes {
+    let mut buf = [0u8; CODE_BYTES];
+    let (Ok(pid), Ok(addr)) = (libc::pid_t::try_from(pid), usize::try_from(avma)) else {
+        return (buf, 0);
+    };
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: `local` describes `buf`, which outlives the call; `remote` is only read by
+    // the kernel, in the target's address space, and a bad address is an error there.
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    (buf, usize::try_from(n).unwrap_or(0))
+}
+
 /// The file name of the mapping holding `addr` in `pid` (for a reason's text).
 fn space_module_name(procs: &mut ProcessTable, pid: u32, addr: u64) -> String {
     let m = procs
@@ -187,9 +225,17 @@ struct Space<'a> {
     debug_dirs: &'a [PathBuf],
     /// Keeps the file of the last lookup alive while the unwinder holds its tables.
     current: Option<Arc<ModuleFile>>,
+    code: &'a mut HashMap<(u32, u64), CodeBytes>,
 }
 
 impl AddressSpace for Space<'_> {
+    fn read_code(&mut self, avma: u64, buf: &mut [u8]) -> usize {
+        let (bytes, n) = self.cached_code(avma);
+        let n = n.min(buf.len());
+        buf[..n].copy_from_slice(&bytes[..n]);
+        n
+    }
+
     fn code_at(&mut self, avma: u64) -> CodeAt<'_> {
         let mut found = self.mapping(avma);
         if found.is_none() && !self.refreshed {
@@ -230,6 +276,18 @@ impl AddressSpace for Space<'_> {
 }
 
 impl Space<'_> {
+    fn cached_code(&mut self, avma: u64) -> CodeBytes {
+        if let Some(c) = self.code.get(&(self.pid, avma)) {
+            return *c;
+        }
+        if self.code.len() >= MAX_CODE_SNIPPETS {
+            self.code.clear();
+        }
+        let c = read_target_code(self.pid, avma);
+        self.code.insert((self.pid, avma), c);
+        c
+    }
+
     /// Index, kind, start and file offset of the executable mapping holding `avma`.
     fn mapping(&mut self, avma: u64) -> Option<(usize, MappingKind, u64, u64)> {
         let entry = self.procs.get_mut(self.pid)?;

@@ -30,6 +30,8 @@ pub(crate) struct Sections {
     pub(crate) plt: Vec<Range<u64>>,
     pub(crate) text: Option<u64>,
     pub(crate) got: Option<u64>,
+    /// The ELF entry point (`e_entry`), where the first thread starts: its first frame.
+    pub(crate) entry: Option<u64>,
 }
 
 fn parse<'d, R: ReadRef<'d>>(data: R) -> Result<ElfFile64<'d, LittleEndian, R>, UnwindError> {
@@ -137,6 +139,7 @@ pub(crate) fn read_module<'d, R: ReadRef<'d>>(data: R) -> Result<Sections, Unwin
             .collect(),
         text: file.section_by_name(".text").map(|s| s.address()),
         got: file.section_by_name(".got").map(|s| s.address()),
+        entry: Some(file.entry()).filter(|&e| e != 0),
     };
     if sections.eh_frame.is_none() && sections.eh_frame_hdr.is_none() {
         from_program_headers(&file, data, &mut sections)?;

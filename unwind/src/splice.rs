@@ -1,6 +1,6 @@
 //! Completing a stack that ran out of copied bytes from the kernel's frame-pointer chain.
 
-use crate::{Frame, MAX_FRAMES, StackCopy};
+use crate::{AddressSpace, CodeAt, Frame, MAX_FRAMES, StackCopy};
 
 /// Appends to `out` the part of `chain` (the kernel's frame-pointer walk of the same
 /// sample: the PC, then return addresses, leaf first) that lies past the end of the copy.
@@ -11,12 +11,15 @@ use crate::{Frame, MAX_FRAMES, StackCopy};
 /// one's return address checked against the chain. Where the walk leaves the copy, the
 /// chain's entry read from the last record inside it must be `out`'s last frame: the
 /// frame whose caller the copy could not give. Only then is the rest of the chain, read by
-/// the kernel past the copy, appended. Returns whether it spliced.
+/// the kernel past the copy, appended, as far as its addresses lie in code: rbp that
+/// merely points into the stack (code without frame pointers uses it as a register) gives
+/// the kernel words that are no return addresses. Returns whether it spliced.
 pub fn splice_frame_pointers(
     out: &mut Vec<Frame>,
     chain: &[u64],
     stack: &StackCopy,
     bp: u64,
+    space: &mut impl AddressSpace,
 ) -> bool {
     let Some(last) = out.last().map(|f| f.addr) else {
         return false;
@@ -43,12 +46,12 @@ pub fn splice_frame_pointers(
     let rest = chain.get(inside + 1..).unwrap_or_default();
     let room = MAX_FRAMES.saturating_sub(out.len());
     let before = out.len();
-    out.extend(
-        rest.iter()
-            .take_while(|&&a| a != 0)
-            .take(room)
-            .map(|&addr| Frame { addr, exact: false }),
-    );
+    for &addr in rest.iter().take(room) {
+        if addr == 0 || matches!(space.code_at(addr.wrapping_sub(1)), CodeAt::Unmapped) {
+            break;
+        }
+        out.push(Frame { addr, exact: false });
+    }
     out.len() > before
 }
 
@@ -73,6 +76,19 @@ mod tests {
     }
 
     const BASE: u64 = 0x7000;
+
+    /// Code at every address below 0x1000, nothing elsewhere.
+    struct Low;
+
+    impl AddressSpace for Low {
+        fn code_at(&mut self, avma: u64) -> CodeAt<'_> {
+            if avma < 0x1000 {
+                CodeAt::Anonymous
+            } else {
+                CodeAt::Unmapped
+            }
+        }
+    }
 
     /// A copied stack of `len` bytes with frame records (next, return address) at the
     /// given offsets.
@@ -104,7 +120,8 @@ mod tests {
             &mut out,
             &chain,
             &copy(&bytes),
-            0x7010
+            0x7010,
+            &mut Low
         ));
         assert_eq!(addrs(&out), [0x10, 0x20, 0x30, 0x40, 0x50]);
         assert!(out[3..].iter().all(|f| !f.exact));
@@ -127,7 +144,8 @@ mod tests {
             &mut out,
             &chain,
             &copy(&bytes),
-            0x7010
+            0x7010,
+            &mut Low
         ));
         assert_eq!(addrs(&out), [0x10, 0xf0, 0xf0, 0xf0, 0xf0, 0xf0, 0x99]);
         // A copy holding two of the records joins after the second.
@@ -138,7 +156,8 @@ mod tests {
             &mut short,
             &chain,
             &copy(&bytes),
-            0x7010
+            0x7010,
+            &mut Low
         ));
         assert_eq!(addrs(&short)[..3], before[..]);
         assert_eq!(short.len(), 3 + 4);
@@ -151,31 +170,64 @@ mod tests {
         let chain = [0x10, 0x20, 0x30, 0x40];
         let mut out = frames(&[0x10, 0x20, 0x30]);
         // rbp was no frame pointer: below the copy, or pointing at something else.
-        assert!(!splice_frame_pointers(&mut out, &chain, &c, 0x10));
-        assert!(!splice_frame_pointers(&mut out, &chain, &c, 0x7020));
+        assert!(!splice_frame_pointers(&mut out, &chain, &c, 0x10, &mut Low));
+        assert!(!splice_frame_pointers(
+            &mut out, &chain, &c, 0x7020, &mut Low
+        ));
         // The chain disagrees with the records in the copy.
         assert!(!splice_frame_pointers(
             &mut out,
             &[0x10, 0x21, 0x30, 0x40],
             &c,
-            0x7010
+            0x7010,
+            &mut Low
         ));
         // The unwind stopped at another frame than the one past the copy.
         let mut other = frames(&[0x10, 0x20, 0x31]);
-        assert!(!splice_frame_pointers(&mut other, &chain, &c, 0x7010));
+        assert!(!splice_frame_pointers(
+            &mut other, &chain, &c, 0x7010, &mut Low
+        ));
         // rbp already past the copy: nothing inside to check the chain against.
-        assert!(!splice_frame_pointers(&mut out, &chain, &c, 0x9000));
+        assert!(!splice_frame_pointers(
+            &mut out, &chain, &c, 0x9000, &mut Low
+        ));
         // Records that do not move up the stack.
         let looping = stack(0x100, &[(0x7010, 0x7010, 0x20)]);
         assert!(!splice_frame_pointers(
             &mut out,
             &chain,
             &copy(&looping),
-            0x7010
+            0x7010,
+            &mut Low
         ));
         assert_eq!(addrs(&out), [0x10, 0x20, 0x30]);
         let mut empty = Vec::new();
-        assert!(!splice_frame_pointers(&mut empty, &chain, &c, 0x7010));
+        assert!(!splice_frame_pointers(
+            &mut empty, &chain, &c, 0x7010, &mut Low
+        ));
+    }
+
+    #[test]
+    fn stops_where_the_chain_leaves_code() {
+        let bytes = stack(0x100, &[(0x7010, 0x9000, 0x20)]);
+        let mut out = frames(&[0x10, 0x20]);
+        // rbp pointed into the stack, not at a frame record: the kernel read data.
+        assert!(!splice_frame_pointers(
+            &mut out,
+            &[0x10, 0x20, 0x5555_0000, 0x30],
+            &copy(&bytes),
+            0x7010,
+            &mut Low
+        ));
+        assert_eq!(addrs(&out), [0x10, 0x20]);
+        assert!(splice_frame_pointers(
+            &mut out,
+            &[0x10, 0x20, 0x30, 0x5555_0000, 0x40],
+            &copy(&bytes),
+            0x7010,
+            &mut Low
+        ));
+        assert_eq!(addrs(&out), [0x10, 0x20, 0x30]);
     }
 
     #[test]
@@ -186,16 +238,21 @@ mod tests {
             &mut out,
             &[0x10, 0x20, 0x30, 0, 0x40],
             &copy(&bytes),
-            0x7010
+            0x7010,
+            &mut Low
         ));
         assert_eq!(addrs(&out), [0x10, 0x20, 0x30]);
         let mut out = frames(&[0x10, 0x20]);
-        let chain: Vec<u64> = [0x10, 0x20].into_iter().chain(1..5000).collect();
+        let chain: Vec<u64> = [0x10, 0x20]
+            .into_iter()
+            .chain((1..5000).map(|i| i % 0xfff + 1))
+            .collect();
         assert!(splice_frame_pointers(
             &mut out,
             &chain,
             &copy(&bytes),
-            0x7010
+            0x7010,
+            &mut Low
         ));
         assert_eq!(out.len(), MAX_FRAMES);
     }

@@ -1,9 +1,9 @@
 //! The few kernel types our BPF programs read through CO-RE, cut out of the kernel's BTF
-//! into a BTF blob of eight types for the loader to relocate against.
+//! into a BTF blob of eleven types for the loader to relocate against.
 //!
 //! aya's loader relocates CO-RE accesses against a fully parsed kernel BTF: ~130,000 types
 //! turned into Rust values, ~30 ms of CPU and ~18 MB at the recorder's start, then a scan
-//! of all of them per relocated struct. The programs read seven fields. Finding those
+//! of all of them per relocated struct. The programs read eleven fields. Finding those
 //! fields' offsets in the raw BTF is one pass over the type headers without allocating,
 //! and relocating against a blob that holds only them gives the same offsets.
 //!
@@ -46,11 +46,15 @@ const KIND_ENUM64: u32 = 19;
 
 /// The fields read through CO-RE, by struct. `pid`/`tgid` are `pid_t` (an int) and
 /// `signal` a pointer to `struct signal_struct` in every kernel with BTF; `live` is an
-/// `atomic_t`, whose `counter` is at offset 0; `vm_start`/`vm_end` are `unsigned long`.
-const FIELDS: [(&str, &[&str]); 3] = [
-    ("task_struct", &["pid", "tgid", "signal"]),
+/// `atomic_t`, whose `counter` is at offset 0; `mm` a pointer to `struct mm_struct`;
+/// `thread` an embedded `struct thread_struct`; `vm_start`, `vm_end`, `start_stack` and
+/// `fsbase` are `unsigned long`.
+const FIELDS: [(&str, &[&str]); 5] = [
+    ("task_struct", &["pid", "tgid", "signal", "mm", "thread"]),
     ("signal_struct", &["live"]),
     ("vm_area_struct", &["vm_start", "vm_end"]),
+    ("mm_struct", &["start_stack"]),
+    ("thread_struct", &["fsbase"]),
 ];
 
 /// Most passes over the type section: a field nested in anonymous members defined
@@ -173,6 +177,11 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     let live = byte_offset(signal, 0, "signal_struct.live")?;
     let vm_start = byte_offset(vma, 0, "vm_area_struct.vm_start")?;
     let vm_end = byte_offset(vma, 1, "vm_area_struct.vm_end")?;
+    let (mm, thread) = (&found[3], &found[4]);
+    let mm_ptr = byte_offset(task, 3, "task_struct.mm")?;
+    let thread_at = byte_offset(task, 4, "task_struct.thread")?;
+    let start_stack = byte_offset(mm, 0, "mm_struct.start_stack")?;
+    let fsbase = byte_offset(thread, 0, "thread_struct.fsbase")?;
 
     let mut strings = Strings::default();
     let mut types = Vec::new();
@@ -191,12 +200,15 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     // [5] struct { int counter; }
     push_type(&mut types, 0, KIND_STRUCT, 1, 4);
     push_member(&mut types, strings.add("counter"), 1, 0);
-    // [6] struct task_struct { pid_t pid; pid_t tgid; struct signal_struct *signal; }
+    // [6] struct task_struct { pid_t pid; pid_t tgid; struct signal_struct *signal;
+    //     struct mm_struct *mm; struct thread_struct thread; }
     let name = strings.add("task_struct");
-    push_type(&mut types, name, KIND_STRUCT, 3, task.size);
+    push_type(&mut types, name, KIND_STRUCT, 5, task.size);
     push_member(&mut types, strings.add("pid"), 1, pid);
     push_member(&mut types, strings.add("tgid"), 1, tgid);
     push_member(&mut types, strings.add("signal"), 3, signal_ptr);
+    push_member(&mut types, strings.add("mm"), 10, mm_ptr);
+    push_member(&mut types, strings.add("thread"), 11, thread_at);
     // [7] unsigned long
     push_type(&mut types, strings.add("long unsigned int"), KIND_INT, 0, 8);
     types.extend_from_slice(&64u32.to_ne_bytes()); // unsigned, 64 bits
@@ -205,6 +217,16 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     push_type(&mut types, name, KIND_STRUCT, 2, vma.size);
     push_member(&mut types, strings.add("vm_start"), 7, vm_start);
     push_member(&mut types, strings.add("vm_end"), 7, vm_end);
+    // [9] struct mm_struct { unsigned long start_stack; }, flattened
+    let name = strings.add("mm_struct");
+    push_type(&mut types, name, KIND_STRUCT, 1, mm.size);
+    push_member(&mut types, strings.add("start_stack"), 7, start_stack);
+    // [10] struct mm_struct *
+    push_type(&mut types, 0, KIND_PTR, 0, 9);
+    // [11] struct thread_struct { unsigned long fsbase; }
+    let name = strings.add("thread_struct");
+    push_type(&mut types, name, KIND_STRUCT, 1, thread.size);
+    push_member(&mut types, strings.add("fsbase"), 7, fsbase);
 
     let type_len = u32::try_from(types.len()).map_err(|_| SubsetError::Malformed("size"))?;
     let str_len = u32::try_from(strings.0.len()).map_err(|_| SubsetError::Malformed("size"))?;
@@ -524,12 +546,16 @@ mod tests {
         push_member(&mut types, strings.add("sigcnt"), 1, 0);
         push_member(&mut types, strings.add("live"), 1, 32);
         let flag = if kind_flag { 1u32 << 31 } else { 0 };
-        let vlen = task_members.len() as u32;
+        // Every task_struct here also has mm and thread (the tests vary the others).
+        let vlen = task_members.len() as u32 + 2;
         let name = strings.add("task_struct");
         types.extend_from_slice(&name.to_ne_bytes());
         types.extend_from_slice(&((KIND_STRUCT << 24) | flag | vlen).to_ne_bytes());
         types.extend_from_slice(&9000u32.to_ne_bytes());
-        for &(m, off) in task_members {
+        for &(m, off) in task_members
+            .iter()
+            .chain(&[("mm", 1136 * 8), ("thread", 3088 * 8)])
+        {
             push_member(&mut types, strings.add(m), 1, off);
         }
         // [6] vm_area_struct as 6.12+ has it: vm_end in a struct in a union, both
@@ -553,6 +579,23 @@ mod tests {
         push_member(&mut types, strings.add("vm_end"), 1, 64);
         push_type(&mut types, 0, KIND_STRUCT, 1, 16);
         push_member(&mut types, strings.add("vm_flags"), 1, 0);
+        // [10] mm_struct with start_stack in an anonymous struct defined before it, [11].
+        push_type(&mut types, 0, KIND_STRUCT, 2, 1400);
+        push_member(&mut types, strings.add("mmap_base"), 1, 0);
+        push_member(&mut types, strings.add("start_stack"), 1, 3840);
+        push_type(&mut types, strings.add("mm_struct"), KIND_STRUCT, 2, 1472);
+        push_member(&mut types, 0, 10, 0);
+        push_member(&mut types, strings.add("cpu_bitmap"), 1, 11776);
+        // [12] thread_struct
+        push_type(
+            &mut types,
+            strings.add("thread_struct"),
+            KIND_STRUCT,
+            2,
+            152,
+        );
+        push_member(&mut types, strings.add("sp"), 1, 256);
+        push_member(&mut types, strings.add("fsbase"), 1, 320);
         let mut blob = Vec::new();
         blob.extend_from_slice(&MAGIC.to_ne_bytes());
         blob.extend_from_slice(&[1, 0]);
@@ -582,7 +625,13 @@ mod tests {
         assert_eq!(found[0].size, 9000);
         assert_eq!(
             offsets(&found[0]),
-            vec![Some(2432 * 8), Some(2436 * 8), Some(3000 * 8)]
+            vec![
+                Some(2432 * 8),
+                Some(2436 * 8),
+                Some(3000 * 8),
+                Some(1136 * 8),
+                Some(3088 * 8)
+            ]
         );
         assert_eq!((found[1].size, offsets(&found[1])), (1024, vec![Some(32)]));
         // 128 (the union) + 0 (the struct in it) + 0 and 64.
@@ -590,6 +639,11 @@ mod tests {
             (found[2].size, offsets(&found[2])),
             (192, vec![Some(128), Some(192)])
         );
+        assert_eq!(
+            (found[3].size, offsets(&found[3])),
+            (1472, vec![Some(3840)])
+        );
+        assert_eq!((found[4].size, offsets(&found[4])), (152, vec![Some(320)]));
         // The subset is BTF with the same structs: read back, it gives the same answers,
         // and the loader's parser takes it.
         let blob = sub(&raw).expect("subset");
@@ -623,10 +677,20 @@ mod tests {
         push_member(&mut types, 0, depth + 1, 32);
         push_type(&mut types, strings.add("signal_struct"), KIND_STRUCT, 1, 64);
         push_member(&mut types, strings.add("live"), 1, 0);
-        push_type(&mut types, strings.add("task_struct"), KIND_STRUCT, 3, 256);
-        for (m, off) in [("pid", 64), ("tgid", 96), ("signal", 128)] {
+        push_type(&mut types, strings.add("task_struct"), KIND_STRUCT, 5, 256);
+        for (m, off) in [
+            ("pid", 64),
+            ("tgid", 96),
+            ("signal", 128),
+            ("mm", 192),
+            ("thread", 256),
+        ] {
             push_member(&mut types, strings.add(m), 1, off);
         }
+        push_type(&mut types, strings.add("mm_struct"), KIND_STRUCT, 1, 64);
+        push_member(&mut types, strings.add("start_stack"), 1, 0);
+        push_type(&mut types, strings.add("thread_struct"), KIND_STRUCT, 1, 64);
+        push_member(&mut types, strings.add("fsbase"), 1, 0);
         let mut blob = Vec::new();
         blob.extend_from_slice(&MAGIC.to_ne_bytes());
         blob.extend_from_slice(&[1, 0]);

@@ -60,8 +60,8 @@ pub struct SamplerOptions {
     /// Ring-buffer size in bytes: a power of two and a multiple of the page size, and
     /// room for the largest record `stack_cap` allows.
     pub ring_bytes: u32,
-    /// Most bytes of user stack each sample copies, from the stack pointer to the end of
-    /// its mapping, for the recorder to unwind (at most 65536). 0 is frame-pointer mode:
+    /// Most bytes of user stack each sample copies, from the stack pointer to the top of
+    /// its frames, for the recorder to unwind (at most 65536). 0 is frame-pointer mode:
     /// no registers, no copy, only the kernel's frame-pointer walk (the program every
     /// kernel from 5.8 runs; the copying one needs 5.17).
     pub stack_cap: u32,
@@ -86,10 +86,11 @@ impl Default for SamplerOptions {
 const TYPICAL_FRAME_BYTES: u64 = (HEADER_SIZE + USER_REGS_SIZE + 64 * 8) as u64;
 
 /// Stack bytes a typical sample copies when the cap allows: the live stack, from the
-/// stack pointer to the end of its mapping, measured at 5.6–5.7 KB on average on
-/// python3 and C++ programs (`shared/notes/unwinding.md`). Deeper programs (rustc: 18 KB
-/// median) fill the ring faster; the reader is woken at a quarter full either way.
-const TYPICAL_STACK_BYTES: u64 = 6 << 10;
+/// stack pointer to the top of its frames, measured at 1.8 KB on average on Debian's
+/// python3 and 2.1 KB on a threaded C program, with room to spare. Deeper programs
+/// (rustc: 18 KB median) fill the ring faster; the reader is woken at a quarter full
+/// either way.
+const TYPICAL_STACK_BYTES: u64 = 4 << 10;
 
 /// The largest record the BPF program writes with `stack_cap`: every frame and a full
 /// copy.
@@ -100,15 +101,15 @@ pub fn max_record_bytes(stack_cap: u32) -> u32 {
 
 /// A ring big enough for an eighth of a second of samples from every CPU, at the
 /// expected bytes per sample: the header, registers and frames (592 bytes) plus the
-/// stack copy, `stack_cap` or the 6 KiB a typical stack needs, whichever is less (a
-/// copy ends at the stack's mapping end, so ring space follows the real stack, not the
-/// cap). Between 1 MiB and 64 MiB, and never less than four of the largest records.
+/// stack copy, `stack_cap` or the 4 KiB a typical stack needs, whichever is less (a
+/// copy ends at the top of the stack's frames, so ring space follows the real stack,
+/// not the cap). Between 1 MiB and 64 MiB, and never less than four of the largest records.
 ///
 /// The program wakes the reader when a quarter is full and the reader drains at least
 /// every 100 ms, so this leaves ample headroom. The ring's pages count toward the
 /// recorder's RSS once the kernel has written them, which is why it is not sized for
 /// the worst case: python3 at 499 Hz on 2 CPUs gets the 1 MiB floor, as in
-/// frame-pointer mode; 4999 Hz on 2 CPUs gets 16 MiB.
+/// frame-pointer mode; 4999 Hz on 2 CPUs gets 8 MiB.
 pub fn ring_bytes_for(freq_hz: u64, cpus: u64, stack_cap: u32) -> u32 {
     let per_sample = TYPICAL_FRAME_BYTES + u64::from(stack_cap).min(TYPICAL_STACK_BYTES);
     let want = freq_hz.saturating_mul(cpus).saturating_mul(per_sample) / 8;
@@ -188,13 +189,8 @@ impl BpfSampler {
 
         let all_processes = u8::from(opts.all_processes);
         let follow_children = u8::from(opts.follow_children);
-        // Relocated against the few kernel types the programs read (see btf_subset),
-        // not the whole kernel BTF: parsing that took ~30 ms of CPU and ~18 MB. Should
-        // the subset fail, the loader parses the kernel's BTF itself, as it does by
-        // default. Either way there is one source: the task programs are raw
-        // tracepoints, which attach by name, not by BTF id as tp_btf ones would.
         // The copy's scratch is indexed by CPU number; without the copy one slot is
-        // enough (its 70 KiB per CPU are kernel memory).
+        // enough (its 72 KiB per CPU are kernel memory).
         let stack_scratch_entries = if opts.stack_cap == 0 {
             1
         } else {
@@ -202,6 +198,11 @@ impl BpfSampler {
                 .map_err(|(path, source)| BpfError::OnlineCpus { path, source })?;
             u32::try_from(cpus).unwrap_or(u32::MAX)
         };
+        // Relocated against the few kernel types the programs read (see btf_subset),
+        // not the whole kernel BTF: parsing that took ~30 ms of CPU and ~18 MB. Should
+        // the subset fail, the loader parses the kernel's BTF itself, as it does by
+        // default. Either way there is one source: the task programs are raw
+        // tracepoints, which attach by name, not by BTF id as tp_btf ones would.
         let globals = Globals {
             all_processes: &all_processes,
             follow_children: &follow_children,
@@ -233,10 +234,17 @@ impl BpfSampler {
         } else {
             STACK_SAMPLE_PROGRAM
         };
-        load_perf_program(&mut ebpf, sample_program)?;
-        for (program, _) in TASK_PROGRAMS {
-            load_tracepoint_program(&mut ebpf, program)?;
+        // aya does not fail the object's load on a CO-RE field it cannot find: it
+        // poisons the instruction, and the verifier then refuses the program. A subset
+        // that lacks a field the programs read is such a case: parse the whole BTF.
+        let mut loaded = load_programs(&mut ebpf, sample_program);
+        let mut btf_subset = btf_subset;
+        if btf_subset && matches!(&loaded, Err(f) if f.poisoned_relocation()) {
+            ebpf = load_object(&mut EbpfLoader::new(), &globals).map_err(load_error)?;
+            btf_subset = false;
+            loaded = load_programs(&mut ebpf, sample_program);
         }
+        loaded.map_err(LoadFailure::into_error)?;
         // Optional: without it (bpf_snprintf needs 5.13) kernel frames are named from
         // /proc/kallsyms instead.
         let kernel_symbols = load_kernel_symbols(&mut ebpf);
@@ -367,13 +375,23 @@ impl BpfSampler {
         self.sample_program == STACK_SAMPLE_PROGRAM
     }
 
-    /// The kernel's id of the loaded sampling program, e.g. to read its run-time
-    /// statistics (`kernel.bpf_stats_enabled`).
+    /// The kernel's id of the loaded sampling program (for `bpftool prog show id`).
     pub fn sample_program_id(&mut self) -> Result<u32, BpfError> {
+        Ok(self.sample_program_info()?.id())
+    }
+
+    /// The sampling program's total run time and number of runs (every tick on every
+    /// CPU, traced or not) while the kernel kept statistics: they count only while
+    /// `kernel.bpf_stats_enabled` is 1 or a `BPF_ENABLE_STATS` descriptor is open.
+    pub fn sample_program_run_time(&mut self) -> Result<(Duration, u64), BpfError> {
+        let info = self.sample_program_info()?;
+        Ok((info.run_time(), info.run_count()))
+    }
+
+    fn sample_program_info(&mut self) -> Result<aya::programs::ProgramInfo, BpfError> {
         let program = self.sample_program;
         perf_program(&mut self.ebpf, program)?
             .info()
-            .map(|info| info.id())
             .map_err(|e| BpfError::ProgramLoad {
                 program,
                 reason: chain(&e),
@@ -594,10 +612,13 @@ fn program_error(
     }
 }
 
-/// The verifier's line saying a helper is unknown, if that is why it refused.
+/// The verifier's line saying a helper is unknown, if that is why it refused (and not
+/// the loader's poison, which is a CO-RE relocation that failed).
 fn missing_helper(log: &str) -> Option<&str> {
     log.lines()
-        .find(|l| l.contains("unknown func") || l.contains("invalid func"))
+        .find(|l| {
+            (l.contains("unknown func") || l.contains("invalid func")) && !l.contains(POISON_HELPER)
+        })
         .map(str::trim)
 }
 
@@ -627,12 +648,61 @@ fn tracepoint_program<'a>(
         })
 }
 
-fn load_perf_program(ebpf: &mut Ebpf, program: &'static str) -> Result<(), BpfError> {
-    match perf_program(ebpf, program)?.load() {
-        Ok(()) => Ok(()),
-        Err(e) if program == STACK_SAMPLE_PROGRAM => Err(stack_program_error(e)),
-        Err(e) => Err(program_error(program, e, "perf_event BPF programs", "4.9")),
+/// Why [`load_programs`] failed.
+enum LoadFailure {
+    /// The kernel refused this program.
+    Refused(&'static str, ProgramError),
+    /// The program is not in the object, or not of its expected type.
+    Other(BpfError),
+}
+
+impl LoadFailure {
+    /// The verifier refused a call to the loader's poison: a CO-RE relocation that
+    /// found no such field in the BTF the loader relocated against.
+    fn poisoned_relocation(&self) -> bool {
+        match self {
+            LoadFailure::Refused(_, ProgramError::LoadError { verifier_log, .. }) => {
+                poisoned_relocation(&verifier_log.to_string())
+            }
+            _ => false,
+        }
     }
+
+    fn into_error(self) -> BpfError {
+        match self {
+            LoadFailure::Refused(STACK_SAMPLE_PROGRAM, e) => stack_program_error(e),
+            LoadFailure::Refused(FP_SAMPLE_PROGRAM, e) => {
+                program_error(FP_SAMPLE_PROGRAM, e, "perf_event BPF programs", "4.9")
+            }
+            LoadFailure::Refused(program, e) => {
+                program_error(program, e, "raw tracepoint BPF programs", "4.17")
+            }
+            LoadFailure::Other(e) => e,
+        }
+    }
+}
+
+/// Loads the sampling program and the fork/exec/exit programs into the kernel.
+fn load_programs(ebpf: &mut Ebpf, sample_program: &'static str) -> Result<(), LoadFailure> {
+    perf_program(ebpf, sample_program)
+        .map_err(LoadFailure::Other)?
+        .load()
+        .map_err(|e| LoadFailure::Refused(sample_program, e))?;
+    for (program, _) in TASK_PROGRAMS {
+        tracepoint_program(ebpf, program)
+            .map_err(LoadFailure::Other)?
+            .load()
+            .map_err(|e| LoadFailure::Refused(program, e))?;
+    }
+    Ok(())
+}
+
+/// aya (like libbpf) replaces an unresolvable CO-RE access with a call to helper
+/// 0xbad2310, which the verifier reports as an invalid function.
+const POISON_HELPER: &str = "#195896080";
+
+fn poisoned_relocation(log: &str) -> bool {
+    log.contains(POISON_HELPER)
 }
 
 /// The copying program needs helpers from 5.11–5.17 (`bpf_get_current_task_btf`,
@@ -654,12 +724,6 @@ fn stack_program_error(error: ProgramError) -> BpfError {
         "perf_event BPF programs",
         "4.9",
     )
-}
-
-fn load_tracepoint_program(ebpf: &mut Ebpf, program: &'static str) -> Result<(), BpfError> {
-    tracepoint_program(ebpf, program)?
-        .load()
-        .map_err(|e| program_error(program, e, "raw tracepoint BPF programs", "4.17"))
 }
 
 /// Loads `hs_ksym` and takes its output map; `None` if the kernel refuses either.
@@ -822,16 +886,16 @@ mod tests {
     fn ring_follows_the_expected_bytes_per_sample() {
         // Frame-pointer mode and low rates: the 1 MiB floor.
         assert_eq!(ring_bytes_for(499, 2, 0), 1 << 20);
-        // python3 at 499 Hz on 2 CPUs, default cap: ~6.7 KB a sample, 1/8 s: the floor.
+        // python3 at 499 Hz on 2 CPUs, default cap: ~4.7 KB a sample, 1/8 s: the floor.
         assert_eq!(ring_bytes_for(499, 2, 65536), 1 << 20);
-        assert_eq!(ring_bytes_for(999, 4, 65536), 4 << 20);
+        assert_eq!(ring_bytes_for(1999, 4, 65536), 8 << 20);
         // The cap only matters below the typical stack.
         assert_eq!(
             ring_bytes_for(4999, 2, 65536),
-            ring_bytes_for(4999, 2, 6144)
+            ring_bytes_for(4999, 2, 4096)
         );
-        assert!(ring_bytes_for(4999, 2, 1024) < ring_bytes_for(4999, 2, 6144));
-        assert_eq!(ring_bytes_for(4999, 2, 65536), 16 << 20);
+        assert!(ring_bytes_for(4999, 2, 1024) < ring_bytes_for(4999, 2, 4096));
+        assert_eq!(ring_bytes_for(4999, 2, 65536), 8 << 20);
         // Many CPUs at a high rate: the 64 MiB ceiling.
         assert_eq!(ring_bytes_for(4999, 256, 65536), 64 << 20);
         for (freq, cpus, cap) in [(1, 1, 0), (1, 1, 65536), (u64::MAX, u64::MAX, 65536)] {

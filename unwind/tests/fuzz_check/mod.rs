@@ -151,7 +151,7 @@ pub fn check(input: &[u8]) {
         .map(|w| u64_at(w, 0))
         .collect();
     let mut spliced = cold.clone();
-    splice_frame_pointers(&mut spliced, &chain, &copy, regs.bp);
+    splice_frame_pointers(&mut spliced, &chain, &copy, regs.bp, &mut Space(&module));
     assert!(spliced.len() <= MAX_FRAMES);
     assert_eq!(spliced[..cold.len()], cold[..]);
 }
