@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use hotspot_unwind::ModuleUnwind;
@@ -13,6 +14,14 @@ use object::{Object, ObjectSection, ObjectSegment, ReadCache, ReadRef, SegmentFl
 
 use crate::build_id;
 use crate::debug_lines::LineInfo;
+
+/// Most heap all modules' unwind tables may hold together (see [`ModuleFile::unwind`]).
+/// The largest real `.eh_frame` on these machines is 7.4 MiB (LLVM's library).
+const UNWIND_BUDGET: usize = 256 << 20;
+
+/// Heap held by the unwind tables read so far. Tables are kept for the whole recording
+/// (a module's code keeps being sampled), so this only grows.
+static UNWIND_HEAP: AtomicUsize = AtomicUsize::new(0);
 
 /// A `PT_LOAD` segment: where a range of the file is mapped in the ELF's own addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +126,12 @@ impl ModuleFile {
     pub fn unwind(&self, debug_dirs: &[PathBuf]) -> Option<&ModuleUnwind> {
         self.unwind
             .get_or_init(|| {
+                // Every module's tables are capped (64 MiB a section); this caps them all,
+                // so a target mapping many crafted files cannot exhaust the recorder.
+                // Past it, code is unwound by frame pointers only.
+                if UNWIND_HEAP.load(Ordering::Relaxed) >= UNWIND_BUDGET {
+                    return None;
+                }
                 let file = File::open(&self.path).ok()?;
                 let mut unwind = ModuleUnwind::read(&ReadCache::new(file)).ok()?;
                 if let Some(debug) = self.debug_file(debug_dirs)
@@ -125,6 +140,7 @@ impl ModuleFile {
                     // A debug file without .debug_frame (the usual case) changes nothing.
                     let _ = unwind.read_debug_frame(&ReadCache::new(f));
                 }
+                UNWIND_HEAP.fetch_add(unwind.heap_bytes(), Ordering::Relaxed);
                 Some(unwind)
             })
             .as_ref()

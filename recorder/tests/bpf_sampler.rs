@@ -959,7 +959,10 @@ fn a_page_never_faulted_in_ends_the_copy_and_keeps_what_precedes_it() -> Result<
         );
         // Page by page: everything up to the hole is kept, and the hole starts a page.
         let end = regs.sp + s.stack.len() as u64;
-        ensure!(end.is_multiple_of(4096), "the copy ends mid-page at {end:#x}");
+        ensure!(
+            end.is_multiple_of(4096),
+            "the copy ends mid-page at {end:#x}"
+        );
         ensure!(
             s.stack.len() < 16384,
             "{} bytes copied across the hole",
