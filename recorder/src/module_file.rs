@@ -189,11 +189,18 @@ impl ModuleFile {
     /// The ELF virtual address of a file offset inside an executable segment: where code
     /// mapped from that offset sits in the file's own address space.
     pub fn vaddr_of(&self, offset: u64) -> Option<u64> {
+        self.code_segment(offset)
+            .map(|(start, _, vaddr)| offset - start + vaddr)
+    }
+
+    /// The executable segment holding file offset `offset`: (its file offset, size,
+    /// virtual address), so a caller can translate a whole range at once.
+    pub fn code_segment(&self, offset: u64) -> Option<(u64, u64, u64)> {
         self.segments
             .iter()
             .filter(|s| s.executable)
             .find(|s| offset >= s.offset && offset - s.offset < s.size)
-            .map(|s| offset - s.offset + s.vaddr)
+            .map(|s| (s.offset, s.size, s.vaddr))
     }
 
     /// The separate debug file of this module: under a debug directory by build-id, or by

@@ -1,7 +1,9 @@
 //! Raw addresses to machine-independent frames: user addresses become module + file
 //! offset, kernel addresses become symbol + offset. No raw kernel address leaves here.
 
-use std::collections::HashMap;
+// Every frame of every sample is looked up: a fast hash matters here. The keys a target
+// can choose (code addresses) are bounded by the code it maps.
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -75,13 +77,13 @@ impl Normalizer {
             frames: FrameTable::default(),
             files: ModuleFiles::default(),
             kallsyms,
-            kernel_cache: HashMap::new(),
-            kernel_build_ids: HashMap::new(),
+            kernel_cache: HashMap::default(),
+            kernel_build_ids: HashMap::default(),
             sys_root: sys_root.into(),
             pending: Vec::new(),
             user_stacks: None,
             markers: None,
-            marker_frames: HashMap::new(),
+            marker_frames: HashMap::default(),
             scratch: Vec::new(),
         }
     }

@@ -1,7 +1,9 @@
 //! Processes and threads of the targets: names, command lines, executable mappings, and
 //! which of them still has to be written to the capture.
 
-use std::collections::HashMap;
+// Every frame of every sample is looked up: a fast hash matters here. The keys a target
+// can choose (code addresses) are bounded by the code it maps.
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
@@ -52,8 +54,8 @@ impl ProcessTable {
     pub fn new(proc_root: impl Into<PathBuf>) -> Self {
         ProcessTable {
             proc_root: proc_root.into(),
-            procs: HashMap::new(),
-            threads: HashMap::new(),
+            procs: HashMap::default(),
+            threads: HashMap::default(),
         }
     }
 

@@ -3,7 +3,9 @@
 //! spliced on past the copy; and the reason a stack stopped short, for its marker frame.
 //! The stack bytes are the target's data: they are read here and never written anywhere.
 
-use std::collections::HashMap;
+// Every frame of every sample is looked up: a fast hash matters here. The keys a target
+// can choose (code addresses) are bounded by the code it maps.
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -107,7 +109,7 @@ impl UserStacks {
             debug_dirs,
             vdso: None,
             proc_root,
-            code: HashMap::new(),
+            code: HashMap::default(),
         }
     }
 
@@ -128,7 +130,7 @@ impl UserStacks {
             refreshed: false,
             vdso: vdso.as_deref(),
             debug_dirs: &self.debug_dirs,
-            current: None,
+            last: None,
             code: &mut self.code,
         };
         let mut end =
@@ -213,6 +215,15 @@ fn space_module_name(procs: &mut ProcessTable, pid: u32, addr: u64) -> String {
     }
 }
 
+/// A range of a process's addresses inside one segment of one mapped file, where
+/// `svma = avma + delta` (wrapping).
+struct Hit {
+    lo: u64,
+    hi: u64,
+    delta: u64,
+    file: Arc<ModuleFile>,
+}
+
 /// One process's mappings as the unwinder sees them.
 struct Space<'a> {
     procs: &'a mut ProcessTable,
@@ -223,8 +234,8 @@ struct Space<'a> {
     refreshed: bool,
     vdso: Option<&'a ModuleFile>,
     debug_dirs: &'a [PathBuf],
-    /// Keeps the file of the last lookup alive while the unwinder holds its tables.
-    current: Option<Arc<ModuleFile>>,
+    /// The address range of the last file lookup and how it translates.
+    last: Option<Hit>,
     code: &'a mut HashMap<(u32, u64), CodeBytes>,
 }
 
@@ -237,6 +248,24 @@ impl AddressSpace for Space<'_> {
     }
 
     fn code_at(&mut self, avma: u64) -> CodeAt<'_> {
+        // A stack's frames cluster in a few modules: the last range found answers most.
+        if self
+            .last
+            .as_ref()
+            .is_some_and(|h| avma >= h.lo && avma < h.hi)
+        {
+            // Checked first so that this branch, which returns a borrow, always returns.
+            return match &self.last {
+                Some(hit) => match hit.file.unwind_if_read() {
+                    Some(module) => CodeAt::Module {
+                        module,
+                        svma: avma.wrapping_add(hit.delta),
+                    },
+                    None => CodeAt::Anonymous,
+                },
+                None => CodeAt::Unmapped,
+            };
+        }
         let mut found = self.mapping(avma);
         if found.is_none() && !self.refreshed {
             // A library mapped after the maps were last read (dlopen).
@@ -245,7 +274,7 @@ impl AddressSpace for Space<'_> {
                 found = self.mapping(avma);
             }
         }
-        let Some((idx, kind, start, offset)) = found else {
+        let Some((idx, kind, start, end, offset)) = found else {
             return CodeAt::Unmapped;
         };
         match kind {
@@ -260,15 +289,35 @@ impl AddressSpace for Space<'_> {
                 }
             }
             MappingKind::File => {
-                self.current = file_of(self.procs, self.files, self.pid, idx);
-                let Some(file) = self.current.as_deref() else {
+                let Some(file) = file_of(self.procs, self.files, self.pid, idx) else {
                     // Not readable as ELF: all that is left is the frame-pointer rule.
                     return CodeAt::Anonymous;
                 };
-                let svma = file.vaddr_of(avma - start + offset);
-                match (svma, file.unwind(self.debug_dirs)) {
-                    (Some(svma), Some(module)) => CodeAt::Module { module, svma },
-                    _ => CodeAt::Anonymous,
+                let off = avma - start + offset;
+                let (Some((seg_off, seg_size, seg_vaddr)), Some(_)) =
+                    (file.code_segment(off), file.unwind(self.debug_dirs))
+                else {
+                    return CodeAt::Anonymous;
+                };
+                // The part of the mapping that is this segment translates by one delta.
+                let lo = start.max((start + seg_off).saturating_sub(offset));
+                let hi = end.min((start + seg_off + seg_size).saturating_sub(offset));
+                let delta = seg_vaddr
+                    .wrapping_sub(seg_off)
+                    .wrapping_add(offset)
+                    .wrapping_sub(start);
+                let hit = self.last.insert(Hit {
+                    lo,
+                    hi,
+                    delta,
+                    file,
+                });
+                match hit.file.unwind_if_read() {
+                    Some(module) => CodeAt::Module {
+                        module,
+                        svma: avma.wrapping_add(hit.delta),
+                    },
+                    None => CodeAt::Anonymous,
                 }
             }
         }
@@ -288,11 +337,11 @@ impl Space<'_> {
         c
     }
 
-    /// Index, kind, start and file offset of the executable mapping holding `avma`.
-    fn mapping(&mut self, avma: u64) -> Option<(usize, MappingKind, u64, u64)> {
+    /// Index, kind, start, end and file offset of the executable mapping holding `avma`.
+    fn mapping(&mut self, avma: u64) -> Option<(usize, MappingKind, u64, u64, u64)> {
         let entry = self.procs.get_mut(self.pid)?;
         let m = proc_maps::find(&entry.maps, avma)?;
         let idx = entry.maps.partition_point(|x| x.start <= avma) - 1;
-        Some((idx, m.kind(), m.start, m.offset))
+        Some((idx, m.kind(), m.start, m.end, m.offset))
     }
 }
