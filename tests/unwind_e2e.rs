@@ -6,43 +6,15 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::Mutex;
 
 use hotspot_replay::Capture;
 use hotspot_replay::profile::{self, Filter};
 
-/// Recordings share two CPUs: one at a time, so sample counts are not skewed.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn hotspot() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hotspot"))
-}
-
-fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("run hotspot");
-    assert!(
-        out.status.success(),
-        "hotspot failed: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use common::recording::{hotspot, run_ok};
 
 /// `hotspot record [extra] -o OUT -- argv` and the capture it wrote.
 fn record(out: &Path, extra: &[&str], argv: &[&str]) -> Capture {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    run_ok(
-        hotspot()
-            .arg("record")
-            .args(extra)
-            .arg("-o")
-            .arg(out)
-            .arg("--")
-            .args(argv),
-    );
-    Capture::open(out).expect("capture opens")
+    common::recording::record_cmd(out, extra, argv)
 }
 
 /// Stacks as function names, root first, with their sample counts.

@@ -32,6 +32,8 @@
 
 #![allow(dead_code)]
 
+pub mod recording;
+
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
