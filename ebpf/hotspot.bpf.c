@@ -91,6 +91,8 @@ struct hs_stack_buf {
 	__u8 head[HS_HEAD_MAX];
 	__u8 stack[HS_MAX_STACK + HS_PAGE_SIZE];
 	struct hs_sample_buf rec;
+	/* The bytes to copy from rec.regs.sp, for copy_page (never in a record). */
+	__u64 copy_len;
 };
 
 struct {
@@ -166,6 +168,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct hs_vma_cache);
 } vma_cache SEC(".maps");
+
+/*
+ * A value the program stored in its scratch map, loaded back from there. To
+ * the verifier a value loaded from a map is any value of its type, however it
+ * was computed: the paths that computed it differently (with their own exact
+ * ranges) then look alike from here on, and the rest of the program is
+ * verified once instead of once per path. The caller bounds it again.
+ */
+#define reread(x) (*(volatile typeof(x) *)&(x))
 
 /*
  * Wake the reader only once a quarter of the ring holds data: it drains on its own
@@ -389,6 +400,27 @@ static __always_inline __u64 stack_mapping_end(struct task_struct *task, __u32 t
 	return range.end;
 }
 
+struct frame_limits {
+	__u64 args;   /* above the main thread's argc (mm->start_stack); 0 without an mm */
+	__u64 fsbase; /* the thread pointer */
+};
+
+/*
+ * What frames_top needs from the task, read at the top of hs_sample_stack,
+ * before its first branch: the verifier checks a load of a pointer from a BTF
+ * task (task->mm) by searching the kernel's BTF (127,000 types here) by name
+ * for the field's trust annotations, ~1.1 ms each time it checks that load;
+ * after the branches, it checked it once for each path there.
+ */
+static __always_inline void frame_limits(struct task_struct *task, struct frame_limits *l)
+{
+	struct mm_struct *mm = task->mm;
+
+	/* The word at start_stack (argc) is the last the entry code reads. */
+	l->args = mm ? mm->start_stack + sizeof(__u64) : 0;
+	l->fsbase = task->thread.fsbase;
+}
+
 /*
  * Where the frames end in the mapping that holds sp, which ends at `end`.
  * The top of a mapping holds no frames: the main thread's stack ends in its
@@ -398,63 +430,89 @@ static __always_inline __u64 stack_mapping_end(struct task_struct *task, __u32 t
  * top of the thread's stack mapping). They cost 2.4 KB a sample on a glibc
  * thread, and on the main thread up to 8 KiB of random gap under the strings
  * besides: python3 copies 1.8 KB a sample to here, where copies to the
- * mapping end averaged 5.7 KB (shared/notes/unwinding.md). The copy ends at the first of these that lies above sp.
+ * mapping end averaged 5.7 KB (shared/notes/unwinding.md). The copy ends at
+ * the first of these that lies above sp.
  */
-static __always_inline __u64 frames_top(struct task_struct *task, __u64 sp, __u64 end)
+static __always_inline __u64 frames_top(const struct frame_limits *l, __u64 sp, __u64 end)
 {
-	struct mm_struct *mm = task->mm;
-	__u64 fsbase = task->thread.fsbase;
 	__u64 top = end;
 
-	if (mm) {
-		/* The word at start_stack (argc) is the last the entry code reads. */
-		__u64 args = mm->start_stack + sizeof(__u64);
-
-		if (args > sp && args < top)
-			top = args;
-	}
-	if (fsbase > sp && fsbase < top)
-		top = fsbase;
+	if (l->args > sp && l->args < top)
+		top = l->args;
+	if (l->fsbase > sp && l->fsbase < top)
+		top = l->fsbase;
 	return top;
 }
 
 /*
- * Copies `len` (at most HS_MAX_STACK) bytes of user stack from `sp` to `dst`,
- * a page at a time: bpf_probe_read_user is all or nothing and cannot fault a
- * page in, so one non-resident page must end the copy without losing the
- * pages before it. Returns the bytes copied; sets *faulted when a page could
- * not be read.
+ * Where page `i` of the copy starts, from sp: the first ends at sp's page
+ * boundary, the others are whole pages.
  */
-static __always_inline __u64 copy_stack(__u8 *dst, __u64 sp, __u64 len, int *faulted)
+static __always_inline __u64 page_off(__u64 sp, __u64 i)
 {
-	__u64 off = 0;
+	return i == 0 ? 0 : HS_PAGE_SIZE - (sp & (HS_PAGE_SIZE - 1)) + (i - 1) * HS_PAGE_SIZE;
+}
+
+/*
+ * bpf_loop's callback: copies page `i` of the stack (the bytes from sp +
+ * page_off(i) to the next page boundary, or to buf->copy_len) into
+ * buf->stack. Returns 1, ending the loop, at a page that cannot be read: the
+ * copy then ends where that page starts (rec.regs.stack_len), for that reason
+ * (HS_STACK_END_FAULT).
+ *
+ * A call depends only on `i` and on what it reads from the scratch map, not
+ * on the calls before it, so the verifier checks the body once for any `i`.
+ * The C loop it replaces carried the offset from one page to the next: the
+ * verifier checked each page of each path to it with its own exact offsets,
+ * 421,884 instructions and ~160 ms at every start.
+ */
+static long copy_page(__u64 i, struct hs_stack_buf **ctx)
+{
+	struct hs_stack_buf *buf = *ctx;
+	__u64 sp = buf->rec.regs.sp, len = buf->copy_len, off, chunk;
 
 	/* HS_MAX_STACK from an sp in mid-page spans one page more. */
-	for (int i = 0; i < HS_MAX_STACK / HS_PAGE_SIZE + 1; i++) {
-		__u64 chunk;
-
-		if (off >= len)
-			break;
-		chunk = HS_PAGE_SIZE - ((sp + off) & (HS_PAGE_SIZE - 1));
-		if (chunk > len - off)
-			chunk = len - off;
-		/* Always false; stated so that the verifier can bound the write. */
-		if (off >= HS_MAX_STACK || chunk > HS_PAGE_SIZE)
-			break;
-		if (bpf_probe_read_user(dst + off, chunk, (void *)(sp + off))) {
-			*faulted = 1;
-			break;
-		}
-		off += chunk;
+	if (i > HS_MAX_STACK / HS_PAGE_SIZE)
+		return 1;
+	off = page_off(sp, i);
+	chunk = i == 0 ? HS_PAGE_SIZE - (sp & (HS_PAGE_SIZE - 1)) : HS_PAGE_SIZE;
+	if (off >= len)
+		return 1;
+	if (chunk > len - off)
+		chunk = len - off;
+	/* Always false; stated so that the verifier can bound the write. */
+	if (off >= HS_MAX_STACK || chunk > HS_PAGE_SIZE)
+		return 1;
+	if (bpf_probe_read_user(buf->stack + off, chunk, (void *)(sp + off))) {
+		buf->rec.regs.stack_len = off;
+		buf->rec.regs.flags = (buf->rec.regs.flags & ~HS_STACK_END_MASK) | HS_STACK_END_FAULT;
+		return 1;
 	}
-	return off;
+	return 0;
+}
+
+/*
+ * Copies buf->copy_len bytes of user stack from rec.regs.sp to buf->stack, a
+ * page at a time: bpf_probe_read_user is all or nothing and cannot fault a
+ * page in, so one non-resident page must end the copy without losing the
+ * pages before it. Sets rec.regs.stack_len to the bytes copied.
+ */
+static __always_inline void copy_stack(struct hs_stack_buf *buf)
+{
+	__u64 sp = buf->rec.regs.sp, len = buf->copy_len;
+
+	buf->rec.regs.stack_len = len;
+	if (len == 0 || len > HS_MAX_STACK)
+		return;
+	/* One call per page the copy spans (at most HS_MAX_STACK / HS_PAGE_SIZE + 1). */
+	bpf_loop((sp + len - 1) / HS_PAGE_SIZE - sp / HS_PAGE_SIZE + 1, copy_page, &buf, 0);
 }
 
 /*
  * Stack mode (the default): the sample also carries the user registers and the
  * live user stack, from sp to the top of its frames (see frames_top), at most
  * stack_cap bytes, for the recorder to unwind with the modules' CFI. Needs
- * bpf_find_vma (5.17).
+ * bpf_find_vma and bpf_loop (5.17).
  */
 SEC("perf_event")
 int hs_sample_stack(struct bpf_perf_event_data *ctx)
@@ -463,12 +521,12 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32;
 	__u32 tid = (__u32)id;
 	__u32 cpu = bpf_get_smp_processor_id();
+	struct frame_limits limits;
 	struct task_struct *task;
 	struct hs_stack_buf *buf;
 	struct hs_sample_buf *rec;
-	__u64 len = 0, copied = 0, head, start, vma_end, now;
+	__u64 len = 0, copied, user_depth, kernel_depth, head, start, vma_end, now;
 	__u32 flags, end;
-	int faulted = 0;
 	long err;
 
 	if (tid == 0 || !is_traced(tgid))
@@ -481,6 +539,7 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 	rec = &buf->rec;
 
 	task = bpf_get_current_task_btf();
+	frame_limits(task, &limits);
 	flags = user_regs(ctx, task, &rec->regs);
 	if (flags == HS_REGS_NONE) {
 		rec->regs.ip = 0;
@@ -496,7 +555,7 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 		len = stack_cap;
 		vma_end = stack_mapping_end(task, tgid, tid, rec->regs.sp, now, &err);
 		if (vma_end)
-			vma_end = frames_top(task, rec->regs.sp, vma_end);
+			vma_end = frames_top(&limits, rec->regs.sp, vma_end);
 		if (vma_end) {
 			if (vma_end - rec->regs.sp <= len) {
 				len = vma_end - rec->regs.sp;
@@ -513,11 +572,19 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 		}
 		if (len > HS_MAX_STACK)
 			len = HS_MAX_STACK;
-		if (len > 0)
-			copied = copy_stack(buf->stack, rec->regs.sp, len, &faulted);
-		if (faulted)
-			end = HS_STACK_END_FAULT;
 	}
+
+	/*
+	 * What to copy and why it ends, written down; the rest of the program
+	 * reads them back (see reread), so the verifier checks it once rather
+	 * than once for each way here (registers from the tick or the task, the
+	 * mapping cached or looked up, the copy ended by the top, the cap or
+	 * nothing to copy), each with its own exact values.
+	 */
+	rec->regs.flags = flags | end;
+	buf->copy_len = len;
+	copy_stack(buf);
+	flags = reread(rec->regs.flags);
 
 	/*
 	 * The frame-pointer chain is only of use past the end of the copy: the
@@ -525,12 +592,19 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 	 * (capped, or ended by a page it could not read). Walking it anyway cost
 	 * 0.5-0.7 us a sample (4999 Hz, 4 frames).
 	 */
-	head = sizeof(struct hs_header) + sizeof(struct hs_user_regs) +
-	       walk_frames(ctx, rec->frames, end != HS_STACK_END_MAPPING,
-			   (flags & HS_REGS_MASK) != HS_REGS_PERF, &rec->hdr);
+	walk_frames(ctx, rec->frames, (flags & HS_STACK_END_MASK) != HS_STACK_END_MAPPING,
+		    (flags & HS_REGS_MASK) != HS_REGS_PERF, &rec->hdr);
 	fill_header(&rec->hdr, tgid, tid, now);
-	rec->regs.stack_len = copied;
-	rec->regs.flags = flags | end;
+
+	/* The record's size, from the record (the bounds hold for any: sample.h). */
+	user_depth = reread(rec->hdr.user_depth);
+	kernel_depth = reread(rec->hdr.kernel_depth);
+	copied = reread(rec->regs.stack_len);
+	if (user_depth > HS_MAX_USER_FRAMES || kernel_depth > HS_MAX_KERNEL_FRAMES ||
+	    copied > HS_MAX_STACK)
+		return 0;
+	head = sizeof(struct hs_header) + sizeof(struct hs_user_regs) +
+	       (user_depth + kernel_depth) * sizeof(__u64);
 
 	/*
 	 * Stated for the verifier: head is at most the whole of rec. The offset

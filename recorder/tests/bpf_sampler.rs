@@ -1217,3 +1217,36 @@ fn bpf_time_per_sample_stays_near_the_budget() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn the_verifier_accepts_the_sampling_programs_without_walking_every_path() -> Result<()> {
+    let _serial = serial();
+    // Verifying costs ~0.4 µs per instruction the verifier processes (157 ms for
+    // 421,884, kernel 6.18, 2-CPU VM), and every recorder start pays it. The copying
+    // program's page loop once made the verifier walk each page of each path through the
+    // program, 421,884 instructions; it now takes 740 (hs_sample: 376). 10,000 is ~4 ms,
+    // the start-up budget of a few milliseconds, and 13x what it needs today: room for
+    // other kernels' verifiers and for edits, none for a loop or branches whose paths
+    // multiply again. A count, not a time: it does not vary with the machine's load. (It
+    // leaves out the ~1.1 ms the verifier spends on the one load of task->mm: see
+    // frame_limits in ebpf/hotspot.bpf.c.)
+    const MAX_VERIFIED_INSNS: u32 = 10_000;
+    for (name, stack_cap) in [("hs_sample_stack", 65536), ("hs_sample", 0)] {
+        let mut sampler = BpfSampler::load(&SamplerOptions {
+            stack_cap,
+            ..opts()
+        })
+        .map_err(|e| anyhow::anyhow!("BPF is unavailable, cannot run the BPF tests: {e}"))?;
+        ensure!(sampler.copies_stacks() == (stack_cap > 0));
+        let verified = sampler
+            .sample_program_verified_insns()?
+            .context("the kernel does not report verified_insns (5.16+)")?;
+        ensure!(
+            verified <= MAX_VERIFIED_INSNS,
+            "{name}: the verifier processed {verified} instructions (at most {MAX_VERIFIED_INSNS} \
+             expected): loading it now costs ~{} ms at every start",
+            verified / 2500
+        );
+    }
+    Ok(())
+}
