@@ -6,8 +6,9 @@
 //!   iteration: the time is the mean per sample over that mix.
 //! - `dumper`: the scenario dumps of `tests/dumper.c`, each on its own.
 //! - warm: one unwinder reused (its rule cache holds the mix's addresses: a profiler's
-//!   steady state); cold: a new unwinder per sample, made outside the timing (every rule
-//!   compiled from the CFI; the modules are built beforehand).
+//!   steady state); cold: the rules forgotten before each sample (`forget_rules`), so
+//!   every one is compiled from the CFI (the modules are built beforehand); framehop's
+//!   cold: a new cache per sample, made outside the timing.
 //! - `from_elf`: building a module (the one-off cost per ELF file).
 
 #![allow(clippy::unwrap_used, missing_docs)]
@@ -83,23 +84,17 @@ impl Mix {
             })
         });
         group.bench_function("ours-cold", |b| {
-            b.iter_batched(
-                || {
-                    i = (i + 1) % n;
-                    (Unwinder::new(), i)
-                },
-                |(mut fresh, i)| {
-                    let d = self.dumps[i];
-                    black_box(fresh.unwind(
-                        d.regs,
-                        &d.copy(),
-                        &mut self.processes[self.process_of[i]],
-                        &mut out,
-                    ));
-                    fresh
-                },
-                BatchSize::SmallInput,
-            )
+            b.iter(|| {
+                i = (i + 1) % n;
+                let d = self.dumps[i];
+                unwinder.forget_rules();
+                black_box(unwinder.unwind(
+                    d.regs,
+                    &d.copy(),
+                    &mut self.processes[self.process_of[i]],
+                    &mut out,
+                ))
+            })
         });
         let mut theirs = Vec::with_capacity(1024);
         group.bench_function("framehop-warm", |b| {
@@ -113,13 +108,14 @@ impl Mix {
             b.iter_batched(
                 || {
                     i = (i + 1) % n;
-                    i
+                    (i, framehop::x86_64::CacheX86_64::new())
                 },
-                |i| {
+                |(i, fresh)| {
                     let d = self.dumps[i];
                     let oracle = &mut self.oracles[self.process_of[i]];
-                    oracle.cache = framehop::x86_64::CacheX86_64::new();
-                    black_box(oracle.unwind(d, &mut theirs))
+                    let old = std::mem::replace(&mut oracle.cache, fresh);
+                    black_box(oracle.unwind(d, &mut theirs));
+                    old
                 },
                 BatchSize::SmallInput,
             )

@@ -26,5 +26,6 @@ pub const MAX_ENTRY_BYTES: usize = 64 << 10;
 /// a stack switch: the default thread and main stack limit (8 MiB), twice.
 pub const PAST_END_WINDOW: u64 = 16 << 20;
 
-/// Slots of the rule cache (a power of two): 8,192 slots of 32 bytes, 256 KiB.
+/// Slots of the rule cache (a power of two): 8,192 slots of 32 bytes, 256 KiB, in 4,096
+/// two-way sets of one cache line each.
 pub const CACHE_SLOTS: usize = 8192;

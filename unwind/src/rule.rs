@@ -137,6 +137,7 @@ fn pack(value: Value) -> Option<(ValueKind, i16)> {
     }
 }
 
+#[inline]
 fn unpack(kind: ValueKind, off: i16) -> Value {
     let at = |base, loads| Value::At {
         base,
@@ -186,6 +187,7 @@ impl Rule {
         })
     }
 
+    #[inline]
     pub(crate) fn cfa(&self) -> Cfa {
         let reg = |reg, deref| Cfa::Reg {
             reg,
@@ -203,14 +205,17 @@ impl Rule {
         }
     }
 
+    #[inline]
     pub(crate) fn ra(&self) -> Value {
         unpack(self.kinds[0], self.offs[0])
     }
 
+    #[inline]
     pub(crate) fn bp(&self) -> Value {
         unpack(self.kinds[1], self.offs[1])
     }
 
+    #[inline]
     pub(crate) fn sp(&self) -> Value {
         unpack(self.kinds[2], self.offs[2])
     }

@@ -27,6 +27,7 @@ pub struct StackCopy<'a> {
 
 impl StackCopy<'_> {
     /// The stop for a read or CFA `past` bytes beyond the end of the copy.
+    #[cold]
     fn past_end(&self, past: u64) -> End {
         if past >= PAST_END_WINDOW {
             return End::OutsideStack;
@@ -44,6 +45,7 @@ impl StackCopy<'_> {
     }
 
     /// The 8 bytes at `addr` (little-endian).
+    #[inline]
     pub(crate) fn read_u64(&self, addr: u64) -> Result<u64, End> {
         let off = self.offset(addr)?;
         let len = self.bytes.len() as u64;
@@ -59,6 +61,7 @@ impl StackCopy<'_> {
 
     /// Checks a CFA before it is used: it may lie at most at the end of the copy (the
     /// return address is the word below it), or past it as far as the stack may go on.
+    #[inline]
     pub(crate) fn check_cfa(&self, cfa: u64) -> Result<(), End> {
         let off = self.offset(cfa)?;
         let len = self.bytes.len() as u64;
