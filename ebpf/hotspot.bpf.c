@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 /*
- * hotspot's kernel side: a cpu_clock perf_event program that records the
- * user and kernel stacks of traced processes, raw tracepoints that keep the
- * set of traced processes in step with fork/exec/exit, and a program the
- * recorder runs on demand to name kernel addresses.
+ * hotspot's kernel side: cpu_clock perf_event programs that record the user
+ * and kernel stacks of traced processes (hs_sample_stack: user registers and
+ * a copy of the live user stack for the recorder to unwind; hs_sample: the
+ * kernel's frame-pointer walk only, for --call-graph fp and kernels before
+ * 5.17), raw tracepoints that keep the set of traced processes in step with
+ * fork/exec/exit, and a program the recorder runs on demand to name kernel
+ * addresses.
  *
  * Loaded and attached by recorder/src/bpf/sampler.rs; record layout in
  * sample.h. Rebuild with tools/build-bpf and commit the object.
@@ -26,6 +29,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 volatile const __u8 all_processes = 0;
 volatile const __u8 follow_children = 0;
 volatile const __u32 self_tgid = 0;
+/* Most stack bytes hs_sample_stack copies (1..HS_MAX_STACK; hs_sample ignores it). */
+volatile const __u32 stack_cap = HS_MAX_STACK;
 
 /*
  * Only the fields we read. preserve_access_index makes clang emit CO-RE
@@ -42,16 +47,52 @@ struct signal_struct {
 	atomic_t live;
 } __attribute__((preserve_access_index));
 
+struct mm_struct {
+	unsigned long start_stack; /* the main thread's initial sp: where argc is */
+} __attribute__((preserve_access_index));
+
+struct thread_struct {
+	unsigned long fsbase; /* the thread pointer, saved at the last switch */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid;
 	int tgid;
 	struct signal_struct *signal;
+	struct mm_struct *mm;
+	struct thread_struct thread;
 } __attribute__((preserve_access_index));
 
-/* A sample record as it is built before being copied into the ring. */
+/* Its layout changes between releases (both are nested in anonymous unions since 6.12). */
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
+} __attribute__((preserve_access_index));
+
+/* A frame-pointer sample record as it is built before being copied into the ring. */
 struct hs_sample_buf {
 	struct hs_header hdr;
+	struct hs_user_regs regs;
 	__u64 frames[HS_MAX_USER_FRAMES + HS_MAX_KERNEL_FRAMES];
+};
+
+#define HS_HEAD_MAX (sizeof(struct hs_sample_buf))
+
+/*
+ * A stack sample record under construction. The stack is copied first, to its
+ * fixed place; whether the frame-pointer walk is wanted is known only then.
+ * The header, registers and frames are built in `rec` and moved right before
+ * the copy, so that the finished record is one contiguous block ending at
+ * stack + stack_len, handed to the ring in one call. The page of slack after
+ * the stack lets the verifier accept a page-sized copy at any offset below
+ * the cap.
+ */
+struct hs_stack_buf {
+	__u8 head[HS_HEAD_MAX];
+	__u8 stack[HS_MAX_STACK + HS_PAGE_SIZE];
+	struct hs_sample_buf rec;
+	/* The bytes to copy from rec.regs.sp, for copy_page (never in a record). */
+	__u64 copy_len;
 };
 
 struct {
@@ -84,6 +125,58 @@ struct {
 	__type(key, __u32);
 	__type(value, struct hs_sample_buf);
 } scratch SEC(".maps");
+
+/*
+ * 72 KiB per CPU is over the 32 KiB limit of a PERCPU_ARRAY value, so this is
+ * a plain ARRAY indexed by CPU number; the loader sets max_entries to the
+ * number of possible CPUs (1 when hs_sample_stack is not loaded). Each CPU
+ * only touches its own slot, and perf_event programs do not nest on a CPU.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* overridden by the loader */
+	__type(key, __u32);
+	__type(value, struct hs_stack_buf);
+} stack_scratch SEC(".maps");
+
+/*
+ * The stack mapping each thread's sp was last found in, per CPU, in slots by
+ * tid. bpf_find_vma costs ~150 ns of BPF time, and more outside it: called
+ * with interrupts off (a perf_event program always is), it releases the mmap
+ * lock from an irq_work, one more interrupt per sample. A thread's stack
+ * mapping rarely changes, so the copy uses the cached range while sp is in
+ * it, and asks again after HS_VMA_CACHE_NS in case the mapping was replaced.
+ */
+#define HS_VMA_CACHE_SLOTS 64
+#define HS_VMA_CACHE_NS (250 * 1000 * 1000ULL)
+
+struct hs_vma_slot {
+	__u32 tid;
+	__u32 tgid;
+	__u64 start;
+	__u64 end;
+	__u64 time_ns; /* when bpf_find_vma returned this range */
+};
+
+struct hs_vma_cache {
+	struct hs_vma_slot slot[HS_VMA_CACHE_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hs_vma_cache);
+} vma_cache SEC(".maps");
+
+/*
+ * A value the program stored in its scratch map, loaded back from there. To
+ * the verifier a value loaded from a map is any value of its type, however it
+ * was computed: the paths that computed it differently (with their own exact
+ * ranges) then look alike from here on, and the rest of the program is
+ * verified once instead of once per path. The caller bounds it again.
+ */
+#define reread(x) (*(volatile typeof(x) *)&(x))
 
 /*
  * Wake the reader only once a quarter of the ring holds data: it drains on its own
@@ -130,6 +223,58 @@ static __always_inline void emit_task_event(__u32 kind, __u32 pid, __u32 tid)
 		count_lost(HS_LOST_TASK_EVENTS);
 }
 
+static __always_inline void fill_header(struct hs_header *hdr, __u32 tgid, __u32 tid,
+					__u64 time_ns)
+{
+	hdr->kind = HS_KIND_SAMPLE;
+	hdr->cpu = bpf_get_smp_processor_id();
+	hdr->time_ns = time_ns;
+	hdr->pid = tgid;
+	hdr->tid = tid;
+	bpf_get_current_comm(hdr->comm, sizeof(hdr->comm));
+}
+
+/*
+ * The kernel's walks of the stacks, packed into `frames`: the user
+ * frame-pointer chain (when `want_user`), the kernel frames right after it
+ * (when `in_kernel`: a tick in user mode has none, and asking costs ~50 ns),
+ * so the record has no holes. Sets the header's depths; returns the bytes
+ * written.
+ *
+ * A failed walk (no user context, unreadable frame) is an empty stack, not a
+ * reason to drop the sample: the tick still happened.
+ */
+static __always_inline __u64 walk_frames(void *ctx, __u64 *frames, int want_user, int in_kernel,
+					 struct hs_header *hdr)
+{
+	long user_len = 0, kernel_len = 0;
+	__u64 user_depth = 0, kernel_depth;
+
+	if (want_user) {
+		user_len = bpf_get_stack(ctx, frames, HS_MAX_USER_FRAMES * sizeof(__u64),
+					 BPF_F_USER_STACK);
+		user_depth = user_len > 0 ? (__u64)user_len / sizeof(__u64) : 0;
+		if (user_depth > HS_MAX_USER_FRAMES)
+			user_depth = HS_MAX_USER_FRAMES;
+	}
+	if (in_kernel)
+		kernel_len = bpf_get_stack(ctx, &frames[user_depth],
+					   HS_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+	kernel_depth = kernel_len > 0 ? (__u64)kernel_len / sizeof(__u64) : 0;
+	if (kernel_depth > HS_MAX_KERNEL_FRAMES)
+		kernel_depth = HS_MAX_KERNEL_FRAMES;
+	hdr->user_depth = user_depth;
+	hdr->kernel_depth = kernel_depth;
+	return (user_depth + kernel_depth) * sizeof(__u64);
+}
+
+/* A CPL of 3 in the code segment selector is user mode. */
+static __always_inline int tick_in_kernel(struct bpf_perf_event_data *ctx)
+{
+	return (ctx->regs.cs & 3) != 3;
+}
+
+/* Frame-pointer mode: today's cost, and every kernel from 5.8. */
 SEC("perf_event")
 int hs_sample(struct bpf_perf_event_data *ctx)
 {
@@ -138,51 +283,343 @@ int hs_sample(struct bpf_perf_event_data *ctx)
 	__u32 tid = (__u32)id;
 	__u32 zero = 0;
 	struct hs_sample_buf *buf;
-	long user_len, kernel_len;
-	__u64 user_depth, kernel_depth, size;
+	__u64 size, now;
 
 	/* tid 0 is the per-CPU idle task: its ticks are not work. */
 	if (tid == 0 || !is_traced(tgid))
 		return 0;
+	now = bpf_ktime_get_ns();
 
 	buf = bpf_map_lookup_elem(&scratch, &zero);
 	if (!buf)
 		return 0;
 
-	/*
-	 * A failed walk (no user context, unreadable frame) is an empty stack,
-	 * not a reason to drop the sample: the tick still happened.
-	 */
-	user_len = bpf_get_stack(ctx, buf->frames, HS_MAX_USER_FRAMES * sizeof(__u64),
-				 BPF_F_USER_STACK);
-	user_depth = user_len > 0 ? (__u64)user_len / sizeof(__u64) : 0;
-	if (user_depth > HS_MAX_USER_FRAMES)
-		user_depth = HS_MAX_USER_FRAMES;
-
-	/* Packed right after the user frames so the record has no holes. */
-	kernel_len = bpf_get_stack(ctx, &buf->frames[user_depth],
-				   HS_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
-	kernel_depth = kernel_len > 0 ? (__u64)kernel_len / sizeof(__u64) : 0;
-	if (kernel_depth > HS_MAX_KERNEL_FRAMES)
-		kernel_depth = HS_MAX_KERNEL_FRAMES;
-
-	buf->hdr.kind = HS_KIND_SAMPLE;
-	buf->hdr.cpu = bpf_get_smp_processor_id();
-	buf->hdr.time_ns = bpf_ktime_get_ns();
-	buf->hdr.pid = tgid;
-	buf->hdr.tid = tid;
-	bpf_get_current_comm(buf->hdr.comm, sizeof(buf->hdr.comm));
-	buf->hdr.user_depth = user_depth;
-	buf->hdr.kernel_depth = kernel_depth;
+	size = sizeof(struct hs_header) + sizeof(struct hs_user_regs) +
+	       walk_frames(ctx, buf->frames, 1, tick_in_kernel(ctx), &buf->hdr);
+	fill_header(&buf->hdr, tgid, tid, now);
+	buf->regs.ip = 0;
+	buf->regs.sp = 0;
+	buf->regs.bp = 0;
+	buf->regs.stack_len = 0;
+	buf->regs.flags = HS_REGS_NONE | HS_STACK_END_CAP;
 
 	/*
 	 * Copy only the used part. The explicit clamp is what lets the verifier
 	 * prove the length never exceeds the scratch value.
 	 */
-	size = sizeof(struct hs_header) + (user_depth + kernel_depth) * sizeof(__u64);
 	if (size > sizeof(*buf))
 		size = sizeof(*buf);
 	if (bpf_ringbuf_output(&events, buf, size, sample_wakeup()))
+		count_lost(HS_LOST_SAMPLES);
+	return 0;
+}
+
+/*
+ * The user registers of the interrupted task: the tick's own when it hit user
+ * mode, else those the task saved on entering the kernel (syscall, fault,
+ * interrupt), which are where its user stack is. Returns HS_REGS_*.
+ */
+static __always_inline __u32 user_regs(struct bpf_perf_event_data *ctx, struct task_struct *task,
+				       struct hs_user_regs *out)
+{
+	/* The uapi pt_regs: its layout is the kernel's (ctx->regs is a kernel pt_regs). */
+	struct pt_regs saved;
+	/*
+	 * All four read up front, with nothing between: given a branch between
+	 * them, clang keeps a ctx + offset pointer around, which the verifier
+	 * refuses ("dereference of modified ctx ptr").
+	 */
+	__u64 cs = ctx->regs.cs, ip = ctx->regs.rip, sp = ctx->regs.rsp, bp = ctx->regs.rbp;
+
+	if ((cs & 3) == 3) {
+		out->ip = ip;
+		out->sp = sp;
+		out->bp = bp;
+		return HS_REGS_PERF;
+	}
+	/*
+	 * Read through a helper, not direct loads of the BTF pointer: the
+	 * kernel's cs shares a union with FRED's fields, which the verifier's
+	 * BTF walk does not let an 8-byte load cross.
+	 */
+	if (bpf_probe_read_kernel(&saved, sizeof(saved), (void *)bpf_task_pt_regs(task)))
+		return HS_REGS_NONE;
+	/* A kernel thread's saved registers are zero: not user mode. */
+	if ((saved.cs & 3) != 3)
+		return HS_REGS_NONE;
+	out->ip = saved.rip;
+	out->sp = saved.rsp;
+	out->bp = saved.rbp;
+	return HS_REGS_TASK;
+}
+
+struct vma_range {
+	__u64 start;
+	__u64 end;
+};
+
+static long vma_range_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_range *r = data;
+
+	r->start = vma->vm_start;
+	r->end = vma->vm_end;
+	return 0;
+}
+
+/*
+ * The end of the mapping that holds `sp`: from the cache, else from
+ * bpf_find_vma (and cached). 0 when the mapping end is not known: *err is
+ * then bpf_find_vma's error (-EBUSY: mmap lock taken; -ENOENT: no mapping).
+ */
+static __always_inline __u64 stack_mapping_end(struct task_struct *task, __u32 tgid, __u32 tid,
+					       __u64 sp, __u64 now, long *err)
+{
+	__u32 zero = 0;
+	struct hs_vma_cache *cache = bpf_map_lookup_elem(&vma_cache, &zero);
+	struct hs_vma_slot *slot = 0;
+	struct vma_range range = {};
+
+	*err = 0;
+	if (cache) {
+		slot = &cache->slot[tid & (HS_VMA_CACHE_SLOTS - 1)];
+		if (slot->tid == tid && slot->tgid == tgid && now - slot->time_ns < HS_VMA_CACHE_NS &&
+		    sp >= slot->start && sp < slot->end)
+			return slot->end;
+	}
+	*err = bpf_find_vma(task, sp, vma_range_cb, &range, 0);
+	if (*err || range.end <= sp)
+		return 0;
+	if (slot) {
+		slot->tid = tid;
+		slot->tgid = tgid;
+		slot->start = range.start;
+		slot->end = range.end;
+		slot->time_ns = now;
+	}
+	return range.end;
+}
+
+struct frame_limits {
+	__u64 args;   /* above the main thread's argc (mm->start_stack); 0 without an mm */
+	__u64 fsbase; /* the thread pointer */
+};
+
+/*
+ * What frames_top needs from the task, read at the top of hs_sample_stack,
+ * before its first branch: the verifier checks a load of a pointer from a BTF
+ * task (task->mm) by searching the kernel's BTF (127,000 types here) by name
+ * for the field's trust annotations, ~1.1 ms each time it checks that load;
+ * after the branches, it checked it once for each path there.
+ */
+static __always_inline void frame_limits(struct task_struct *task, struct frame_limits *l)
+{
+	struct mm_struct *mm = task->mm;
+
+	/* The word at start_stack (argc) is the last the entry code reads. */
+	l->args = mm ? mm->start_stack + sizeof(__u64) : 0;
+	l->fsbase = task->thread.fsbase;
+}
+
+/*
+ * Where the frames end in the mapping that holds sp, which ends at `end`.
+ * The top of a mapping holds no frames: the main thread's stack ends in its
+ * arguments, environment and auxiliary vector above its initial sp
+ * (mm->start_stack, where argc is), a thread's in its thread control block
+ * and TLS, at and below the thread pointer (glibc and musl put both at the
+ * top of the thread's stack mapping). They cost 2.4 KB a sample on a glibc
+ * thread, and on the main thread up to 8 KiB of random gap under the strings
+ * besides: python3 copies 1.8 KB a sample to here, where copies to the
+ * mapping end averaged 5.7 KB (shared/notes/unwinding.md). The copy ends at
+ * the first of these that lies above sp.
+ */
+static __always_inline __u64 frames_top(const struct frame_limits *l, __u64 sp, __u64 end)
+{
+	__u64 top = end;
+
+	if (l->args > sp && l->args < top)
+		top = l->args;
+	if (l->fsbase > sp && l->fsbase < top)
+		top = l->fsbase;
+	return top;
+}
+
+/*
+ * Where page `i` of the copy starts, from sp: the first ends at sp's page
+ * boundary, the others are whole pages.
+ */
+static __always_inline __u64 page_off(__u64 sp, __u64 i)
+{
+	return i == 0 ? 0 : HS_PAGE_SIZE - (sp & (HS_PAGE_SIZE - 1)) + (i - 1) * HS_PAGE_SIZE;
+}
+
+/*
+ * bpf_loop's callback: copies page `i` of the stack (the bytes from sp +
+ * page_off(i) to the next page boundary, or to buf->copy_len) into
+ * buf->stack. Returns 1, ending the loop, at a page that cannot be read: the
+ * copy then ends where that page starts (rec.regs.stack_len), for that reason
+ * (HS_STACK_END_FAULT).
+ *
+ * A call depends only on `i` and on what it reads from the scratch map, not
+ * on the calls before it, so the verifier checks the body once for any `i`.
+ * The C loop it replaces carried the offset from one page to the next: the
+ * verifier checked each page of each path to it with its own exact offsets,
+ * 421,884 instructions and ~160 ms at every start.
+ */
+static long copy_page(__u64 i, struct hs_stack_buf **ctx)
+{
+	struct hs_stack_buf *buf = *ctx;
+	__u64 sp = buf->rec.regs.sp, len = buf->copy_len, off, chunk;
+
+	/* HS_MAX_STACK from an sp in mid-page spans one page more. */
+	if (i > HS_MAX_STACK / HS_PAGE_SIZE)
+		return 1;
+	off = page_off(sp, i);
+	chunk = i == 0 ? HS_PAGE_SIZE - (sp & (HS_PAGE_SIZE - 1)) : HS_PAGE_SIZE;
+	if (off >= len)
+		return 1;
+	if (chunk > len - off)
+		chunk = len - off;
+	/* Always false; stated so that the verifier can bound the write. */
+	if (off >= HS_MAX_STACK || chunk > HS_PAGE_SIZE)
+		return 1;
+	if (bpf_probe_read_user(buf->stack + off, chunk, (void *)(sp + off))) {
+		buf->rec.regs.stack_len = off;
+		buf->rec.regs.flags = (buf->rec.regs.flags & ~HS_STACK_END_MASK) | HS_STACK_END_FAULT;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Copies buf->copy_len bytes of user stack from rec.regs.sp to buf->stack, a
+ * page at a time: bpf_probe_read_user is all or nothing and cannot fault a
+ * page in, so one non-resident page must end the copy without losing the
+ * pages before it. Sets rec.regs.stack_len to the bytes copied.
+ */
+static __always_inline void copy_stack(struct hs_stack_buf *buf)
+{
+	__u64 sp = buf->rec.regs.sp, len = buf->copy_len;
+
+	buf->rec.regs.stack_len = len;
+	if (len == 0 || len > HS_MAX_STACK)
+		return;
+	/* One call per page the copy spans (at most HS_MAX_STACK / HS_PAGE_SIZE + 1). */
+	bpf_loop((sp + len - 1) / HS_PAGE_SIZE - sp / HS_PAGE_SIZE + 1, copy_page, &buf, 0);
+}
+
+/*
+ * Stack mode (the default): the sample also carries the user registers and the
+ * live user stack, from sp to the top of its frames (see frames_top), at most
+ * stack_cap bytes, for the recorder to unwind with the modules' CFI. Needs
+ * bpf_find_vma and bpf_loop (5.17).
+ */
+SEC("perf_event")
+int hs_sample_stack(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	__u32 tid = (__u32)id;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct frame_limits limits;
+	struct task_struct *task;
+	struct hs_stack_buf *buf;
+	struct hs_sample_buf *rec;
+	__u64 len = 0, copied, user_depth, kernel_depth, head, start, vma_end, now;
+	__u32 flags, end;
+	long err;
+
+	if (tid == 0 || !is_traced(tgid))
+		return 0;
+	now = bpf_ktime_get_ns();
+
+	buf = bpf_map_lookup_elem(&stack_scratch, &cpu);
+	if (!buf)
+		return 0;
+	rec = &buf->rec;
+
+	task = bpf_get_current_task_btf();
+	frame_limits(task, &limits);
+	flags = user_regs(ctx, task, &rec->regs);
+	if (flags == HS_REGS_NONE) {
+		rec->regs.ip = 0;
+		rec->regs.sp = 0;
+		rec->regs.bp = 0;
+		end = HS_STACK_END_NO_VMA;
+	} else {
+		/*
+		 * The stack's mapping ends the copy: past it lies other memory. The
+		 * lookup only trylocks the mmap lock; when it is taken, copy up to
+		 * the cap and let the first unreadable page end it.
+		 */
+		len = stack_cap;
+		vma_end = stack_mapping_end(task, tgid, tid, rec->regs.sp, now, &err);
+		if (vma_end)
+			vma_end = frames_top(&limits, rec->regs.sp, vma_end);
+		if (vma_end) {
+			if (vma_end - rec->regs.sp <= len) {
+				len = vma_end - rec->regs.sp;
+				end = HS_STACK_END_MAPPING;
+			} else {
+				end = HS_STACK_END_CAP;
+			}
+		} else if (err == -16 /* EBUSY */) {
+			end = HS_STACK_END_CAP;
+			flags |= HS_STACK_VMA_BUSY;
+		} else {
+			len = 0;
+			end = HS_STACK_END_NO_VMA;
+		}
+		if (len > HS_MAX_STACK)
+			len = HS_MAX_STACK;
+	}
+
+	/*
+	 * What to copy and why it ends, written down; the rest of the program
+	 * reads them back (see reread), so the verifier checks it once rather
+	 * than once for each way here (registers from the tick or the task, the
+	 * mapping cached or looked up, the copy ended by the top, the cap or
+	 * nothing to copy), each with its own exact values.
+	 */
+	rec->regs.flags = flags | end;
+	buf->copy_len = len;
+	copy_stack(buf);
+	flags = reread(rec->regs.flags);
+
+	/*
+	 * The frame-pointer chain is only of use past the end of the copy: the
+	 * recorder splices it on when the copy could not hold the whole stack
+	 * (capped, or ended by a page it could not read). Walking it anyway cost
+	 * 0.5-0.7 us a sample (4999 Hz, 4 frames).
+	 */
+	walk_frames(ctx, rec->frames, (flags & HS_STACK_END_MASK) != HS_STACK_END_MAPPING,
+		    (flags & HS_REGS_MASK) != HS_REGS_PERF, &rec->hdr);
+	fill_header(&rec->hdr, tgid, tid, now);
+
+	/* The record's size, from the record (the bounds hold for any: sample.h). */
+	user_depth = reread(rec->hdr.user_depth);
+	kernel_depth = reread(rec->hdr.kernel_depth);
+	copied = reread(rec->regs.stack_len);
+	if (user_depth > HS_MAX_USER_FRAMES || kernel_depth > HS_MAX_KERNEL_FRAMES ||
+	    copied > HS_MAX_STACK)
+		return 0;
+	head = sizeof(struct hs_header) + sizeof(struct hs_user_regs) +
+	       (user_depth + kernel_depth) * sizeof(__u64);
+
+	/*
+	 * Stated for the verifier: head is at most the whole of rec. The offset
+	 * is computed as a number first (the barrier keeps clang from folding
+	 * it into pointer arithmetic the verifier cannot bound).
+	 */
+	if (head > HS_HEAD_MAX)
+		return 0;
+	start = HS_HEAD_MAX - head;
+	asm volatile("" : "+r"(start));
+	if (start > HS_HEAD_MAX)
+		return 0;
+	if (bpf_probe_read_kernel(&buf->head[start], head, rec))
+		return 0;
+	if (bpf_ringbuf_output(&events, &buf->head[start], head + copied, sample_wakeup()))
 		count_lost(HS_LOST_SAMPLES);
 	return 0;
 }

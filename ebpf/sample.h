@@ -1,15 +1,32 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * The one definition of what hotspot's BPF program writes into the `events`
- * ring buffer. recorder/src/bpf/raw.rs mirrors `struct hs_header` byte for byte
- * and asserts its size, so any change here must be made there too (and the
- * object rebuilt with tools/build-bpf).
+ * ring buffer. recorder/src/bpf/raw.rs mirrors `struct hs_header` and
+ * `struct hs_user_regs` byte for byte and asserts their sizes, so any change
+ * here must be made there too (and the object rebuilt with tools/build-bpf).
  *
- * Every record starts with a `struct hs_header`. Only HS_KIND_SAMPLE records
- * carry more: `user_depth` u64 user frames (leaf first; the first one is the
- * interrupted PC) followed by `kernel_depth` u64 kernel frames (leaf first).
- * The record is exactly 48 + 8 * (user_depth + kernel_depth) bytes long, so
- * ring space is proportional to the real stack depth.
+ * Every record starts with a `struct hs_header` (48 bytes). Task events
+ * (fork/exec/exit) are the header alone. An HS_KIND_SAMPLE record is, with
+ * no padding anywhere:
+ *
+ *   struct hs_header        48 bytes
+ *   struct hs_user_regs     32 bytes: user ip/sp/bp, stack_len, flags
+ *   user_depth   x u64      the kernel's frame-pointer walk of the user
+ *                           stack, leaf first (the first is the user PC)
+ *   kernel_depth x u64      kernel frames, leaf first
+ *   stack_len    x u8       the user stack: the bytes at sp .. sp + stack_len,
+ *                           up to the top of its frames (see HS_STACK_END_MAPPING)
+ *
+ * so it is exactly 80 + 8 * (user_depth + kernel_depth) + stack_len bytes
+ * long: ring space follows the real stack depth and the bytes really copied,
+ * never the cap.
+ *
+ * Two programs write samples. hs_sample (frame-pointer mode, stack_cap 0)
+ * leaves the registers zero, flags = HS_REGS_NONE | HS_STACK_END_CAP (the
+ * copy is "capped" at 0 bytes) and stack_len 0. hs_sample_stack fills the
+ * registers and copies the stack; it walks the frame-pointer chain only when
+ * the copy cannot reach the top of the stack (otherwise user_depth is 0: the
+ * copy holds every frame and the chain would be redundant).
  */
 #ifndef HOTSPOT_SAMPLE_H
 #define HOTSPOT_SAMPLE_H
@@ -48,6 +65,48 @@ struct hs_header {
 };
 
 _Static_assert(sizeof(struct hs_header) == 48, "raw.rs expects a 48-byte header");
+
+/* Largest stack copy (the loader's stack_cap is at most this), and its unit. */
+#define HS_MAX_STACK 65536
+#define HS_PAGE_SIZE 4096
+
+/* hs_user_regs.flags, bits 0-1: where the registers come from. */
+#define HS_REGS_MASK 0x3
+#define HS_REGS_NONE 0 /* no user registers (fp mode, or a task with no user context): ip/sp/bp are 0 */
+#define HS_REGS_PERF 1 /* the tick hit user mode: the interrupted registers */
+#define HS_REGS_TASK 2 /* the tick hit kernel mode: the task's saved user registers */
+
+/* hs_user_regs.flags, bits 4-7: why the stack copy stopped. */
+#define HS_STACK_END_SHIFT 4
+#define HS_STACK_END_MASK (0xf << HS_STACK_END_SHIFT)
+/*
+ * At the top of the stack: the copy holds every frame. That is the end of
+ * sp's mapping, or lower where the mapping's top holds no frames: the main
+ * thread's stops at the word above its initial sp (mm->start_stack: argc;
+ * above are argv, envp, auxv, a random gap and the strings), a thread's at
+ * its thread pointer (above and just below are its TCB and TLS).
+ */
+#define HS_STACK_END_MAPPING (1 << HS_STACK_END_SHIFT)
+#define HS_STACK_END_CAP (2 << HS_STACK_END_SHIFT)     /* at stack_cap (or the mapping end was unknown) */
+#define HS_STACK_END_FAULT (3 << HS_STACK_END_SHIFT)   /* at a page that could not be read (not resident) */
+#define HS_STACK_END_NO_VMA (4 << HS_STACK_END_SHIFT)  /* sp is in no mapping (or no user context): nothing copied */
+
+/*
+ * hs_user_regs.flags, bit 8: the end of sp's mapping was not known because
+ * bpf_find_vma found the mmap lock taken (-EBUSY); the copy went to the cap
+ * or the first unreadable page.
+ */
+#define HS_STACK_VMA_BUSY (1 << 8)
+
+struct hs_user_regs {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u32 stack_len; /* bytes of stack after the frames */
+	__u32 flags;     /* HS_REGS_* | HS_STACK_END_* | HS_STACK_VMA_BUSY */
+};
+
+_Static_assert(sizeof(struct hs_user_regs) == 32, "raw.rs expects 32-byte registers");
 
 /* Indices of the per-CPU `lost` counter array. */
 #define HS_LOST_SAMPLES 0     /* samples the ring buffer had no room for */

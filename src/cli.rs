@@ -46,6 +46,42 @@ pub enum Command {
     },
 }
 
+/// How user stacks are unwound (perf's `--call-graph` names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CallGraph {
+    /// Call-frame information (.eh_frame, .debug_frame) over a copy of the user stack:
+    /// complete stacks in code without frame pointers (distribution packages, release
+    /// builds). The default.
+    Dwarf,
+    /// The kernel's frame-pointer walk: cheaper per sample, but code built without frame
+    /// pointers loses its callers.
+    Fp,
+}
+
+/// How stacks are taken; shared by `record`, `live` and `demo`.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct UnwindArgs {
+    /// How user stacks are unwound: `dwarf` (call-frame information, complete without
+    /// frame pointers) or `fp` (frame pointers only).
+    #[arg(long = "call-graph", value_enum, default_value_t = CallGraph::Dwarf)]
+    pub call_graph: CallGraph,
+    /// With `--call-graph dwarf`: most bytes of each sample's user stack copied and
+    /// unwound (256 to 65536). A deeper stack ends in a `[truncated: …]` frame, or goes on
+    /// by frame pointers where the rest of it has them.
+    #[arg(long, value_name = "BYTES", default_value_t = 65536, value_parser = clap::value_parser!(u32).range(256..=65536))]
+    pub stack_cap: u32,
+}
+
+impl UnwindArgs {
+    /// Bytes of stack the kernel copies per sample: 0 means frame pointers only.
+    pub fn stack_cap(&self) -> u32 {
+        match self.call_graph {
+            CallGraph::Dwarf => self.stack_cap,
+            CallGraph::Fp => 0,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// Processes to record (all their threads, including threads started later).
@@ -65,6 +101,8 @@ pub struct RecordArgs {
     /// Do not follow processes forked by the targets.
     #[arg(long)]
     pub no_children: bool,
+    #[command(flatten)]
+    pub unwind: UnwindArgs,
     /// Command to start and record, from its first instruction.
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -209,6 +247,8 @@ pub struct DemoArgs {
     /// Sampling frequency in Hz.
     #[arg(short = 'F', long = "freq", default_value_t = 499)]
     pub freq: u32,
+    #[command(flatten)]
+    pub unwind: UnwindArgs,
 }
 
 /// Source links: function names become hyperlinks to their hottest line on GitHub.
@@ -246,6 +286,8 @@ pub struct LiveArgs {
     /// Do not follow processes forked by the target.
     #[arg(long)]
     pub no_children: bool,
+    #[command(flatten)]
+    pub unwind: UnwindArgs,
     #[command(flatten)]
     pub links: LinkArgs,
     /// Command to start and profile, from its first instruction.

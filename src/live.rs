@@ -27,9 +27,7 @@ const LIVE_FLUSH: Duration = Duration::from_millis(200);
 struct Live {
     target: Target,
     output: Option<PathBuf>,
-    freq: u32,
-    follow: bool,
-    duration: Option<Duration>,
+    sampling: record::Sampling,
     opts: Options,
 }
 
@@ -64,9 +62,12 @@ pub fn run(args: LiveArgs) -> anyhow::Result<()> {
     let live = Live {
         target,
         output: args.output,
-        freq: args.freq,
-        follow: !args.no_children,
-        duration: None,
+        sampling: record::Sampling {
+            freq: args.freq,
+            duration: None,
+            follow: !args.no_children,
+            stack_cap: args.unwind.stack_cap(),
+        },
         opts,
     };
     live_view(term, live)
@@ -103,9 +104,12 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
         Live {
             target: Target::Command(cmd),
             output: Some(args.output),
-            freq: args.freq,
-            follow: true,
-            duration: None,
+            sampling: record::Sampling {
+                freq: args.freq,
+                duration: None,
+                follow: true,
+                stack_cap: args.unwind.stack_cap(),
+            },
             opts,
         },
     )
@@ -140,9 +144,7 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
     let rec_log = log.clone();
     let Live {
         target,
-        freq,
-        follow,
-        duration,
+        sampling,
         opts,
         ..
     } = live;
@@ -155,9 +157,7 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
             record::record_with(
                 target,
                 &rec_path,
-                freq,
-                duration,
-                follow,
+                sampling,
                 Run {
                     flush_every: LIVE_FLUSH,
                     progress: false,

@@ -15,6 +15,17 @@ use hotspot_recorder::{Progress, RecordConfig, RecordError, Recorder, StopReason
 use crate::cli::{DemoArgs, RecordArgs};
 use crate::signals;
 
+/// How to sample, whatever the target.
+#[derive(Debug, Clone, Copy)]
+pub struct Sampling {
+    pub freq: u32,
+    pub duration: Option<Duration>,
+    /// Follow processes the targets fork.
+    pub follow: bool,
+    /// Bytes of user stack copied per sample for CFI unwinding; 0: frame pointers only.
+    pub stack_cap: u32,
+}
+
 /// What `record` was asked to profile.
 pub enum Target {
     Pids(Vec<u32>),
@@ -42,20 +53,18 @@ pub fn run(args: RecordArgs) -> anyhow::Result<()> {
             "nothing to record: give PIDs, --all, or a command after -- (e.g. hotspot record -o out.hsp -- ./myprog)"
         );
     };
-    let follow = !args.no_children;
+    let sampling = Sampling {
+        freq: args.freq,
+        duration: args.duration,
+        follow: !args.no_children,
+        stack_cap: args.unwind.stack_cap(),
+    };
     let knobs = Knobs {
         flush_log: args.flush_log.clone(),
         ring_bytes: args.ring_bytes,
         flush_every: args.flush_interval,
     };
-    let summary = record(
-        target,
-        &args.output,
-        args.freq,
-        args.duration,
-        follow,
-        knobs,
-    )?;
+    let summary = record(target, &args.output, sampling, knobs)?;
     print_summary(&summary, &args.output);
     Ok(())
 }
@@ -85,12 +94,16 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
         "hotspot: recording the built-in demo workload for {secs:.1} s at {} Hz…",
         args.freq
     );
+    let sampling = Sampling {
+        freq: args.freq,
+        duration: None,
+        follow: true,
+        stack_cap: args.unwind.stack_cap(),
+    };
     let summary = record(
         Target::Command(cmd),
         &args.output,
-        args.freq,
-        None,
-        true,
+        sampling,
         Knobs::default(),
     )?;
     print_summary(&summary, &args.output);
@@ -121,9 +134,7 @@ pub struct Run<'a> {
 fn record(
     target: Target,
     output: &Path,
-    freq: u32,
-    duration: Option<Duration>,
-    follow: bool,
+    sampling: Sampling,
     knobs: Knobs,
 ) -> anyhow::Result<Summary> {
     let run = Run {
@@ -137,18 +148,22 @@ fn record(
         command_output: None,
         knobs,
     };
-    record_with(target, output, freq, duration, follow, run)
+    record_with(target, output, sampling, run)
 }
 
 /// [`record`] with the knobs live mode needs (see [`Run`]).
 pub fn record_with(
     target: Target,
     output: &Path,
-    freq: u32,
-    duration: Option<Duration>,
-    follow: bool,
+    sampling: Sampling,
     run: Run<'_>,
 ) -> anyhow::Result<Summary> {
+    let Sampling {
+        freq,
+        duration,
+        follow,
+        stack_cap,
+    } = sampling;
     let pids = match &target {
         Target::Pids(p) => {
             for &pid in p {
@@ -169,8 +184,10 @@ pub fn record_with(
             hotspot_recorder::bpf::ring_bytes_for(
                 u64::from(freq),
                 std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+                stack_cap,
             )
         }),
+        stack_cap,
     };
     let mut sampler = BpfSampler::load(&opts)?;
     // An empty file is what a recorder killed during set-up leaves (the file exists
@@ -201,6 +218,7 @@ pub fn record_with(
         all_processes: opts.all_processes,
         duration,
         flush_every: run.flush_every,
+        stack_cap,
         ..RecordConfig::default()
     };
     // The set-up (symbol worker, kernel naming) happens before sampling starts, so the

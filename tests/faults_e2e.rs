@@ -309,6 +309,9 @@ fn ring_buffer_overflow_is_counted_exactly_and_shown() {
                 "20000",
                 "--ring-bytes",
                 "4096",
+                // A one-page ring must hold the largest record: a small stack copy.
+                "--stack-cap",
+                "256",
                 "--flush-log",
             ])
             .arg(&log)

@@ -67,6 +67,13 @@ fn expected_functions(name: &str) -> &'static [&'static str] {
         ],
         "churn" => &["churn_thread", "churn_work", "churn_leaf"],
         "renamer" => &["rename_worker", "first_name_leaf", "second_name_leaf"],
+        "frameless" => &["fl_dispatch", "fl_route"],
+        "sighandler" => &[
+            "sig_driver",
+            "sig_on_alarm",
+            "sig_interrupted",
+            "sig_handler_leaf",
+        ],
         other => panic!("no expectations for fixture {other}"),
     }
 }
@@ -433,6 +440,47 @@ fn renamer_logs_its_rename() {
     let out = build_run("renamer", &[SHORT_ARG], SHORT);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("renamer: renamed_ns="), "{err}");
+}
+
+#[test]
+fn frameless_leaf_really_has_no_frame() {
+    let bin = fixture("frameless");
+    check_static_properties("frameless", &bin);
+    let pro = prologues(&bin);
+    let leaf = pro.get("fl_leaf").expect("fl_leaf in the binary");
+    assert!(
+        !leaf.iter().any(|i| i == "push %rbp"),
+        "fl_leaf sets up a frame after all: {leaf:?}"
+    );
+    run_ok("frameless", &bin, &[SHORT_ARG], SHORT);
+}
+
+#[test]
+fn sighandler_handles_its_timer() {
+    let out = build_run("sighandler", &[SHORT_ARG], SHORT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let handled: u32 = err
+        .trim()
+        .strip_prefix("sighandler: handled=")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected stderr: {err}"));
+    // ITIMER_PROF every 2 ms of CPU (in jiffies): dozens in 0.3 s.
+    assert!(handled >= 20, "only {handled} signals handled");
+}
+
+#[test]
+fn plain_builds_have_no_frame_pointers() {
+    let bin = common::plain_fixture("split7030");
+    let pro = prologues(&bin);
+    // The callers lose their frames; the leaves keep the one FX_FRAME() forces.
+    for f in ["main", "hot_a", "hot_b", "cold_a", "cold_b"] {
+        let insns = pro.get(f).unwrap_or_else(|| panic!("no {f}"));
+        assert!(
+            !insns.iter().any(|i| i == "mov %rsp,%rbp"),
+            "{f} has a frame-pointer prologue in the plain build: {insns:?}"
+        );
+    }
+    run_ok("split7030", &bin, &[SHORT_ARG], SHORT);
 }
 
 #[test]

@@ -384,7 +384,7 @@ hostile_cases!(
     records_at_block_limit,
     records_over_block_limit,
     stack_1024_frames_recursive,
-    stack_1025_frames,
+    stack_2049_frames,
     string_64k_of_esc,
     string_100k,
     names_not_utf8,

@@ -5,49 +5,17 @@
 mod common;
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::Mutex;
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::Duration;
 
 use hotspot_replay::Capture;
 use hotspot_replay::profile::{self, Filter};
 
-/// Recordings share two CPUs: run them one at a time so sample counts are not skewed.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn hotspot() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hotspot"))
-}
+use common::recording::{hotspot, record_cmd, run_ok};
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
-}
-
-fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("run hotspot");
-    assert!(
-        out.status.success(),
-        "hotspot failed: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-/// `hotspot record [extra] -o OUT -- argv` and the capture it wrote.
-fn record_cmd(out: &Path, extra: &[&str], argv: &[&str]) -> Capture {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    run_ok(
-        hotspot()
-            .arg("record")
-            .args(extra)
-            .arg("-o")
-            .arg(out)
-            .arg("--")
-            .args(argv),
-    );
-    Capture::open(out).expect("capture opens")
 }
 
 fn fixture(name: &str) -> String {
@@ -232,7 +200,7 @@ fn earliest_work_of_a_command_is_recorded() {
 fn frequency_499_for_3s_on_one_busy_thread() {
     let d = tmp();
     let out = d.path().join("f.hsp");
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::recording::serial();
     let res = run_ok(
         hotspot()
             .args(["record", "-F", "499", "-o"])
@@ -279,7 +247,7 @@ fn frequency_499_for_3s_on_one_busy_thread() {
 #[test]
 fn record_by_pid_with_duration() {
     let d = tmp();
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::recording::serial();
     let mut child = Command::new(fixture("busy"))
         .arg("6")
         .spawn()
@@ -317,7 +285,7 @@ fn record_by_pid_with_duration() {
 #[test]
 fn sigkill_of_the_recorder_leaves_a_readable_capture() {
     let d = tmp();
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::recording::serial();
     let out = d.path().join("k.hsp");
     let mut rec = hotspot()
         .arg("record")
@@ -393,7 +361,7 @@ fn bad_input_gives_one_line_errors() {
 #[test]
 fn sigterm_finishes_the_capture_cleanly() {
     let d = tmp();
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::recording::serial();
     let out = d.path().join("term.hsp");
     let busy = fixture("busy");
     let rec = hotspot()
@@ -420,7 +388,7 @@ fn sigterm_finishes_the_capture_cleanly() {
 #[test]
 fn all_processes_mode_sees_other_processes() {
     let d = tmp();
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::recording::serial();
     let mut child = Command::new(fixture("busy"))
         .arg("3")
         .spawn()
@@ -462,7 +430,7 @@ fn all_processes_mode_sees_other_processes() {
 #[test]
 fn disk_full_stops_with_a_clear_error_and_keeps_complete_blocks() {
     let d = tmp();
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::recording::serial();
     let mnt = d.path().join("small");
     std::fs::create_dir(&mnt).expect("mkdir");
     let st = Command::new("mount")

@@ -132,11 +132,25 @@ fn stripped_binary_names_from_debug_files() {
         !named_hot_leaf(&plain),
         "a stripped binary cannot name hot_leaf by itself:\n{plain}"
     );
+    // Its functions are told apart by their module and CFI entry (split7030+0xADDR), one
+    // row each, rather than lumped into one `??`.
+    let placeholders: std::collections::BTreeSet<&str> = plain
+        .split_whitespace()
+        .filter(|w| w.starts_with("split7030+0x"))
+        .collect();
+    assert!(
+        placeholders.len() >= 2,
+        "the unnamed leaves have a name each:\n{plain}"
+    );
     let root = common::stripped_fixture_debug_root("split7030");
     let resolved = report(&cap, &["--symbols", root.to_str().expect("utf-8")]);
     assert!(
         named_hot_leaf(&resolved),
         "--symbols with the right build-id names frames:\n{resolved}"
+    );
+    assert!(
+        !resolved.contains("split7030+0x"),
+        "--symbols replaces the placeholder names:\n{resolved}"
     );
     assert!(
         resolved.contains("split7030.c:"),

@@ -10,7 +10,7 @@ use crate::error::{CorruptReason, FormatError, RecordError};
 use crate::limits::{self, MAX_BLOCK_RECORDS, MAX_BLOCK_SAMPLES, MAX_UNKNOWN_KINDS};
 use crate::records::{
     End, Index, Lost, Module, Process, ProcessExit, Record, Sample, SampleBatch, SessionHeader,
-    Stack, StringId, Symbol, Thread, kind,
+    Stack, StringId, Symbol, Thread, Unwinding, kind,
 };
 use crate::varint;
 
@@ -52,6 +52,7 @@ pub fn encode_record(
         Record::Lost(l) => postcard::to_extend(l, body),
         Record::Index(i) => postcard::to_extend(i, body),
         Record::End(e) => postcard::to_extend(e, body),
+        Record::Unwinding(u) => postcard::to_extend(u, body),
     }
     .map_err(FormatError::Encode)?;
     encode_raw(record.kind(), &body, out);
@@ -124,6 +125,7 @@ fn decode_body(
         kind::LOST => Record::Lost(body::<Lost>(bytes)?),
         kind::INDEX => Record::Index(body::<Index>(bytes)?),
         kind::END => Record::End(body::<End>(bytes)?),
+        kind::UNWINDING => Record::Unwinding(body::<Unwinding>(bytes)?),
         _ => return Ok(None),
     };
     limits::check_record(&record)?;

@@ -20,6 +20,7 @@ pub enum DefKey {
     Stack(u32),
     /// Keyed by frame id.
     Symbol(u32),
+    Unwinding,
 }
 
 /// The definition key of `record`, or `None` for records that are not definitions
@@ -34,6 +35,7 @@ pub fn def_key(record: &Record) -> Option<DefKey> {
         Record::Frame(f) => DefKey::Frame(f.id),
         Record::Stack(s) => DefKey::Stack(s.id),
         Record::Symbol(s) => DefKey::Symbol(s.frame),
+        Record::Unwinding(_) => DefKey::Unwinding,
         Record::ProcessExit(_)
         | Record::Samples(_)
         | Record::Lost(_)

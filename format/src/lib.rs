@@ -13,6 +13,7 @@ pub mod error;
 pub mod follower;
 pub mod header;
 pub mod limits;
+pub mod placeholder;
 pub mod reader;
 pub mod records;
 pub mod varint;

@@ -10,8 +10,9 @@ pub const MAX_PAYLOAD_BYTES: u32 = 16 << 20;
 pub const MAX_RAW_BYTES: u32 = 64 << 20;
 /// Longest string (and byte string, such as a build id) inside any record.
 pub const MAX_STRING_BYTES: usize = 64 << 10;
-/// Most frames in one stack.
-pub const MAX_STACK_FRAMES: usize = 1024;
+/// Most frames in one stack: 1,024 user frames from the CFI unwinder, the marker that
+/// says why a stack stopped short, and 127 kernel frames fit (1.0 allowed 1024).
+pub const MAX_STACK_FRAMES: usize = 2048;
 /// Most samples in one `Samples` record.
 pub const MAX_BATCH_SAMPLES: u32 = 1_000_000;
 /// Most samples in one block, over all its `Samples` records: bounds what one block can
@@ -107,6 +108,7 @@ pub fn check_record(record: &Record) -> Result<(), Exceeded> {
         | Record::ProcessExit(_)
         | Record::Lost(_)
         | Record::Index(_)
-        | Record::End(_) => Ok(()),
+        | Record::End(_)
+        | Record::Unwinding(_) => Ok(()),
     }
 }

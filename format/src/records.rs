@@ -223,6 +223,31 @@ pub struct End {
     pub end_mono_ns: u64,
 }
 
+/// How the recorder unwound user stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum UnwindMethod {
+    /// The kernel's frame-pointer walk: cheap, wrong wherever code has no frame pointers,
+    /// and its stacks carry no marker saying where they stopped short.
+    #[default]
+    FramePointers,
+    /// Call-frame information (`.eh_frame`, `.debug_frame`) over a copy of the user stack:
+    /// a stack that could not be completed ends in a marker frame naming why.
+    Cfi,
+}
+
+/// How user stacks were unwound (added in 1.1; a definition, written in the first block).
+/// A capture without it was unwound by frame pointers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Unwinding {
+    pub method: UnwindMethod,
+    /// Most bytes of user stack copied per sample (0 with frame pointers).
+    pub stack_cap: u32,
+    /// The module whose frames are markers rather than code: each one ends a stack that
+    /// stopped short, and its `Symbol` names why (`[truncated: stack larger than
+    /// --stack-cap]`). `None` when no stack can stop short with a reason.
+    pub markers: Option<ModuleId>,
+}
+
 /// Every record kind. The numeric kind on disk is given by [`Record::kind`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
@@ -239,6 +264,7 @@ pub enum Record {
     Lost(Lost),
     Index(Index),
     End(End),
+    Unwinding(Unwinding),
 }
 
 /// On-disk record kind numbers. Never renumber: add new kinds at the end.
@@ -256,6 +282,7 @@ pub mod kind {
     pub const LOST: u32 = 11;
     pub const INDEX: u32 = 12;
     pub const END: u32 = 13;
+    pub const UNWINDING: u32 = 14;
     /// Every kind with its name as `SPEC.md` spells it.
     pub const ALL: &[(u32, &str)] = &[
         (SESSION, "Session"),
@@ -271,6 +298,7 @@ pub mod kind {
         (LOST, "Lost"),
         (INDEX, "Index"),
         (END, "End"),
+        (UNWINDING, "Unwinding"),
     ];
 }
 
@@ -291,6 +319,7 @@ impl Record {
             Record::Lost(_) => kind::LOST,
             Record::Index(_) => kind::INDEX,
             Record::End(_) => kind::END,
+            Record::Unwinding(_) => kind::UNWINDING,
         }
     }
 }

@@ -145,6 +145,16 @@ fn record() -> impl Strategy<Value = Record> {
                 count
             }
         )),
+        (
+            prop_oneof![Just(UnwindMethod::FramePointers), Just(UnwindMethod::Cfi)],
+            any::<u32>(),
+            prop::option::of(any::<u32>())
+        )
+            .prop_map(|(method, stack_cap, markers)| Record::Unwinding(Unwinding {
+                method,
+                stack_cap,
+                markers
+            })),
     ]
 }
 

@@ -18,16 +18,10 @@ pub fn of_elf_file(path: &Path) -> Option<Vec<u8>> {
     plausible(id).then(|| id.to_vec())
 }
 
-/// The file name in the `.gnu_debuglink` section of the ELF file at `path`: where its
-/// debug information was put by `objcopy --only-keep-debug` (found next to it, in
-/// `.debug/` or under a debug directory).
-pub fn debuglink(path: &Path) -> Option<std::ffi::OsString> {
+/// A `.gnu_debuglink` name as a file name: a name, not a path, so that a link cannot point
+/// outside the directories searched.
+pub fn link_name(name: &[u8]) -> Option<std::ffi::OsString> {
     use std::os::unix::ffi::OsStrExt;
-    let file = File::open(path).ok()?;
-    let cache = ReadCache::new(file);
-    let obj = object::File::parse(&cache).ok()?;
-    let (name, _crc) = obj.gnu_debuglink().ok()??;
-    // A name, not a path: a link must not point outside the directories searched.
     (!name.is_empty() && !name.contains(&b'/'))
         .then(|| std::ffi::OsStr::from_bytes(name).to_os_string())
 }
@@ -60,7 +54,7 @@ fn align4(n: usize) -> Option<usize> {
 
 /// Build-ids are SHA-1 (20 bytes) in practice; other lengths (md5, uuid: 16) exist.
 /// Anything outside 8..=64 bytes is not a build-id we trust.
-fn plausible(id: &[u8]) -> bool {
+pub fn plausible(id: &[u8]) -> bool {
     (8..=64).contains(&id.len())
 }
 

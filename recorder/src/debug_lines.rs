@@ -10,7 +10,7 @@ use std::io::Read;
 use std::path::Path;
 
 use gimli::{AttributeValue, DebugLine, DebugLineOffset, DebugLineStr, DebugStr, RunTimeEndian};
-use object::{Object, ObjectSection, ObjectSegment, ReadCache, ReadRef, SegmentFlags};
+use object::{Object, ObjectSection, ReadCache, ReadRef};
 
 /// How a module's line table is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,35 +43,6 @@ fn debug_line_section<'data, 'file, R: ReadRef<'data>>(
 ) -> Option<object::Section<'data, 'file, R>> {
     obj.section_by_name(".debug_line")
         .or_else(|| obj.section_by_name(".zdebug_line"))
-}
-
-/// Virtual address of a file offset inside one of the executable `PT_LOAD` segments of
-/// the ELF file at `path` (the one that was mapped), for every offset in `offsets`.
-pub fn virtual_addresses(path: &Path, offsets: &[u64]) -> Option<Vec<Option<u64>>> {
-    let file = File::open(path).ok()?;
-    let cache = ReadCache::new(file);
-    let obj = object::File::parse(&cache).ok()?;
-    let segments: Vec<(u64, u64, u64)> = obj
-        .segments()
-        .filter(|s| {
-            matches!(s.flags(), SegmentFlags::Elf { p_flags, .. } if p_flags.0 & object::elf::PF_X.0 != 0)
-        })
-        .map(|s| {
-            let (offset, size) = s.file_range();
-            (offset, size, s.address())
-        })
-        .collect();
-    Some(
-        offsets
-            .iter()
-            .map(|&off| {
-                segments
-                    .iter()
-                    .find(|&&(start, size, _)| off >= start && off - start < size)
-                    .map(|&(start, _, vaddr)| off - start + vaddr)
-            })
-            .collect(),
-    )
 }
 
 /// A source location.

@@ -1,7 +1,9 @@
 //! Deduplication of frames and stacks: each distinct location and call stack gets one id
 //! and is written once.
 
-use std::collections::HashMap;
+// Every frame of every sample is looked up: a fast hash matters here. The keys a target
+// can choose (code addresses) are bounded by the code it maps.
+use rustc_hash::FxHashMap as HashMap;
 
 use hotspot_format::{FormatError, Frame, FrameAddr, FrameId, ModuleId, Record, Stack, StackId};
 

@@ -7,6 +7,7 @@ pub mod error;
 pub mod frame_table;
 pub mod kallsyms;
 pub mod launch;
+pub mod module_file;
 pub mod module_table;
 pub mod normalizer;
 pub mod output;
@@ -18,6 +19,7 @@ pub mod recorder;
 pub mod session;
 pub mod sink;
 pub mod symbolizer;
+pub mod user_stack;
 
 pub use error::RecordError;
 pub use recorder::{Progress, RecordConfig, Recorder, StopReason, Summary, run};

@@ -2,26 +2,35 @@
 //! what the symboliser needs to find the file again.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::Path;
+use std::sync::Arc;
 
 use hotspot_format::{Module, ModuleId, ModuleKind};
 
+use crate::module_file::ModuleFile;
+
 /// What the recorder knows about a module beyond what goes on disk.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ModuleInfo {
     pub id: ModuleId,
     pub kind: ModuleKind,
     /// Path as recorded (`/usr/lib/libc.so.6`, `[vdso]`, `[jit:PID]`, kernel module name).
     pub path: String,
     pub build_id: Vec<u8>,
-    /// Where the symboliser can read the object: the recorded path if its build-id
-    /// matches, else `/proc/PID/map_files/…` (valid only while the process lives).
-    pub open_path: Option<PathBuf>,
+    /// The file as opened once for the unwinder and the symboliser: from the recorded
+    /// path if its build-id matches, else from `/proc/PID/map_files/…` (valid only while
+    /// the process lives).
+    pub file: Option<Arc<ModuleFile>>,
     /// Owning process for per-process modules (JIT maps).
     pub pid: Option<u32>,
 }
 
 impl ModuleInfo {
+    /// Where the symboliser can read the object.
+    pub fn open_path(&self) -> Option<&Path> {
+        self.file.as_deref().map(ModuleFile::path)
+    }
+
     /// The on-disk record for this module.
     pub fn record(&self) -> Module {
         Module {
@@ -49,7 +58,7 @@ impl ModuleTable {
         kind: ModuleKind,
         path: &str,
         build_id: &[u8],
-        open_path: Option<PathBuf>,
+        file: Option<Arc<ModuleFile>>,
         pid: Option<u32>,
     ) -> (ModuleId, bool) {
         let key = (kind, path.to_string(), build_id.to_vec());
@@ -62,7 +71,7 @@ impl ModuleTable {
             kind,
             path: path.to_string(),
             build_id: build_id.to_vec(),
-            open_path,
+            file,
             pid,
         });
         self.ids.insert(key, id);

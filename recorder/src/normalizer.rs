@@ -1,8 +1,11 @@
 //! Raw addresses to machine-independent frames: user addresses become module + file
 //! offset, kernel addresses become symbol + offset. No raw kernel address leaves here.
 
-use std::collections::HashMap;
+// Every frame of every sample is looked up: a fast hash matters here. The keys a target
+// can choose (code addresses) are bounded by the code it maps.
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hotspot_format::{
     FormatError, FrameAddr, FrameId, ModuleId, ModuleKind, Record, SourceLoc, Symbol,
@@ -11,10 +14,13 @@ use hotspot_format::{
 use crate::build_id;
 use crate::frame_table::FrameTable;
 use crate::kallsyms::{KernelName, KernelSymbols};
+use crate::module_file::{self, ModuleFile, ModuleFiles};
 use crate::module_table::ModuleTable;
 use crate::proc_maps::{self, MappingKind};
 use crate::process_table::ProcessTable;
 use crate::sink::Sink;
+use crate::user_stack::{Reason, UserSample, UserStacks};
+use hotspot_unwind::Frame;
 
 /// A user frame that still needs a name (resolved off the sampling path).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +30,18 @@ pub struct SymbolRequest {
     /// File offset (JIT: the address).
     pub offset: u64,
 }
+
+/// The user side of a sample, as the kernel handed it over.
+#[derive(Debug, Clone, Copy)]
+pub enum UserPart<'a> {
+    /// The kernel's frame-pointer walk (the interrupted PC first).
+    FramePointers(&'a [u64]),
+    /// Registers and stack bytes, unwound here with call-frame information.
+    Copied(UserSample<'a>),
+}
+
+/// Path of the module whose frames are markers, not code (see `Unwinding` in SPEC.md).
+pub const MARKER_MODULE: &str = "[unwind]";
 
 /// Lowest address of the kernel half on 64-bit machines; anything at or above it in a
 /// user stack is garbage, and anything below it in a kernel stack too.
@@ -35,12 +53,20 @@ pub struct Normalizer {
     pub procs: ProcessTable,
     pub modules: ModuleTable,
     pub frames: FrameTable,
+    /// Every ELF file read, once, for module identity, unwinding and symbols.
+    pub files: ModuleFiles,
     kallsyms: KernelSymbols,
     /// Kernel address → frame, so repeated kernel addresses skip the symbol lookup.
     kernel_cache: HashMap<u64, FrameId>,
     kernel_build_ids: HashMap<Option<String>, Vec<u8>>,
     sys_root: PathBuf,
     pending: Vec<SymbolRequest>,
+    /// The CFI unwinder, once [`Normalizer::enable_cfi`] was called.
+    user_stacks: Option<UserStacks>,
+    /// The marker module, and its frame for each reason seen.
+    markers: Option<ModuleId>,
+    marker_frames: HashMap<Reason, FrameId>,
+    scratch: Vec<Frame>,
 }
 
 impl Normalizer {
@@ -49,11 +75,16 @@ impl Normalizer {
             procs,
             modules: ModuleTable::default(),
             frames: FrameTable::default(),
+            files: ModuleFiles::default(),
             kallsyms,
-            kernel_cache: HashMap::new(),
-            kernel_build_ids: HashMap::new(),
+            kernel_cache: HashMap::default(),
+            kernel_build_ids: HashMap::default(),
             sys_root: sys_root.into(),
             pending: Vec::new(),
+            user_stacks: None,
+            markers: None,
+            marker_frames: HashMap::default(),
+            scratch: Vec::new(),
         }
     }
 
@@ -62,12 +93,35 @@ impl Normalizer {
         std::mem::take(&mut self.pending)
     }
 
-    /// Appends the frames of one sample (kernel leaf first, then user leaf first) to `out`.
+    /// Unwinds user stacks with call-frame information over copied stack bytes from now
+    /// on ([`UserPart::Copied`]): interns the module whose frames are the markers that end
+    /// a stack stopped short, and writes it. Returns its id, for the `Unwinding` record.
+    pub fn enable_cfi(
+        &mut self,
+        debug_dirs: Vec<PathBuf>,
+        sink: &mut impl Sink,
+    ) -> Result<ModuleId, FormatError> {
+        let (id, new) = self
+            .modules
+            .intern(ModuleKind::Elf, MARKER_MODULE, &[], None, None);
+        if new {
+            self.write_module(id, sink)?;
+        }
+        self.markers = Some(id);
+        self.user_stacks = Some(UserStacks::new(
+            debug_dirs,
+            self.procs.proc_root().to_path_buf(),
+        ));
+        Ok(id)
+    }
+
+    /// Appends the frames of one sample (kernel leaf first, then user leaf first, then a
+    /// marker if the user stack stopped short) to `out`.
     pub fn stack(
         &mut self,
         pid: u32,
         kernel: &[u64],
-        user: &[u64],
+        user: UserPart<'_>,
         now_ns: u64,
         sink: &mut impl Sink,
         out: &mut Vec<FrameId>,
@@ -77,6 +131,89 @@ impl Normalizer {
                 out.push(self.kernel_frame(addr, sink)?);
             }
         }
+        match user {
+            UserPart::FramePointers(chain) => self.fp_frames(pid, chain, now_ns, sink, out),
+            UserPart::Copied(sample) => self.unwound_frames(&sample, sink, out),
+        }
+    }
+
+    /// The user side of a CFI sample: unwound here, then named like any frame.
+    fn unwound_frames(
+        &mut self,
+        sample: &UserSample<'_>,
+        sink: &mut impl Sink,
+        out: &mut Vec<FrameId>,
+    ) -> Result<(), FormatError> {
+        let Some(stacks) = self.user_stacks.as_mut() else {
+            return self.fp_frames(sample.pid, sample.fp_chain, sample.time_ns, sink, out);
+        };
+        let (frames, reason) = stacks.unwind(&mut self.procs, &mut self.files, sample);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.extend_from_slice(frames);
+        let mut result = Ok(());
+        for f in &scratch {
+            // Return addresses point after the call; the call instruction is the frame.
+            let lookup = if f.exact {
+                f.addr
+            } else {
+                f.addr.wrapping_sub(1)
+            };
+            match self.user_frame(sample.pid, lookup, sample.time_ns, sink) {
+                Ok(id) => out.push(id),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.scratch = scratch;
+        result?;
+        if let Some(reason) = reason {
+            out.push(self.marker_frame(&reason, sink)?);
+        }
+        Ok(())
+    }
+
+    /// The frame that ends a stack stopped short, named by why (one per distinct reason).
+    fn marker_frame(
+        &mut self,
+        reason: &Reason,
+        sink: &mut impl Sink,
+    ) -> Result<FrameId, FormatError> {
+        if let Some(&f) = self.marker_frames.get(reason) {
+            return Ok(f);
+        }
+        let module = match self.markers {
+            Some(m) => m,
+            None => self.enable_cfi(Vec::new(), sink)?,
+        };
+        let code = self.marker_frames.len() as u64;
+        let (frame, new) = self
+            .frames
+            .frame(module, FrameAddr::FileOffset(code), sink)?;
+        if new {
+            let function = sink.intern(&reason.text());
+            sink.push(Record::Symbol(Symbol {
+                frame,
+                function,
+                loc: SourceLoc::default(),
+                inlined: Vec::new(),
+            }))?;
+        }
+        self.marker_frames.insert(reason.clone(), frame);
+        Ok(frame)
+    }
+
+    /// The kernel's frame-pointer walk: the interrupted PC, then return addresses.
+    fn fp_frames(
+        &mut self,
+        pid: u32,
+        user: &[u64],
+        now_ns: u64,
+        sink: &mut impl Sink,
+        out: &mut Vec<FrameId>,
+    ) -> Result<(), FormatError> {
         for (i, &addr) in user.iter().enumerate() {
             if addr == 0 || addr >= KERNEL_START {
                 continue;
@@ -146,27 +283,16 @@ impl Normalizer {
         }
         // Copied only for a mapping seen for the first time: this runs for every user
         // frame of every sample, and the known mappings are nearly all of them.
-        let m = m.clone();
-        let proc_root = self.procs.proc_root().to_path_buf();
+        let path = m.path.clone();
         let (id, new) = match kind {
             MappingKind::File => {
-                // map_files gives the very file that is mapped, even if the path was
-                // replaced or deleted since; the plain path is what debuglinks resolve from.
-                let mapped = proc_root
-                    .join(pid.to_string())
-                    .join("map_files")
-                    .join(format!("{:x}-{:x}", m.start, m.end));
-                let plain = PathBuf::from(&m.path);
-                let id_mapped = build_id::of_elf_file(&mapped);
-                let id_plain = build_id::of_elf_file(&plain);
-                let (bid, open) = match (id_mapped, id_plain) {
-                    (Some(a), Some(b)) if a == b => (a, plain),
-                    (Some(a), _) => (a, mapped),
-                    (None, Some(b)) => (b, plain),
-                    (None, None) => (Vec::new(), if plain.exists() { plain } else { mapped }),
-                };
+                let file = self.file_of(pid, idx);
+                let bid = file
+                    .as_ref()
+                    .map(|f| f.build_id().to_vec())
+                    .unwrap_or_default();
                 self.modules
-                    .intern(ModuleKind::Elf, &m.path, &bid, Some(open), None)
+                    .intern(ModuleKind::Elf, &path, &bid, file, None)
             }
             MappingKind::Vdso => {
                 self.modules
@@ -181,6 +307,11 @@ impl Normalizer {
             *slot = Some(id);
         }
         Ok((id, offset))
+    }
+
+    /// The file mapped at `pid`'s mapping `idx`, looked for once per mapping.
+    fn file_of(&mut self, pid: u32, idx: usize) -> Option<Arc<ModuleFile>> {
+        file_of(&mut self.procs, &mut self.files, pid, idx)
     }
 
     /// Anonymous executable memory of `pid`: one module per process, offsets are addresses.
@@ -274,6 +405,26 @@ impl Normalizer {
     pub fn read_kallsyms_now(&mut self) {
         self.kallsyms.read_now();
     }
+}
+
+/// The file mapped at `pid`'s mapping `idx`, remembered in the process's entry.
+pub(crate) fn file_of(
+    procs: &mut ProcessTable,
+    files: &mut ModuleFiles,
+    pid: u32,
+    idx: usize,
+) -> Option<Arc<ModuleFile>> {
+    let root = procs.proc_root().to_path_buf();
+    let entry = procs.get_mut(pid)?;
+    if let Some(Some(known)) = entry.files.get(idx) {
+        return known.clone();
+    }
+    let m = entry.maps.get(idx)?;
+    let file = module_file::of_mapping(files, &root, pid, m);
+    if let Some(slot) = entry.files.get_mut(idx) {
+        *slot = Some(file.clone());
+    }
+    file
 }
 
 fn read_notes(path: &Path) -> Option<Vec<u8>> {

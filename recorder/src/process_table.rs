@@ -1,11 +1,16 @@
 //! Processes and threads of the targets: names, command lines, executable mappings, and
 //! which of them still has to be written to the capture.
 
-use std::collections::HashMap;
+// Every frame of every sample is looked up: a fast hash matters here. The keys a target
+// can choose (code addresses) are bounded by the code it maps.
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
+
+use std::sync::Arc;
 
 use hotspot_format::{ModuleId, Process, Thread};
 
+use crate::module_file::ModuleFile;
 use crate::proc_maps::{self, Mapping};
 
 /// A process the recorder has seen samples from.
@@ -15,6 +20,9 @@ pub struct ProcessEntry {
     pub maps: Vec<Mapping>,
     /// Module id of each mapping in `maps`, filled lazily (reading a build-id costs I/O).
     pub modules: Vec<Option<ModuleId>>,
+    /// The file of each mapping in `maps` (`Some(None)`: looked for, not an ELF file),
+    /// filled lazily; shared through [`crate::module_file::ModuleFiles`].
+    pub files: Vec<Option<Option<Arc<ModuleFile>>>>,
     /// Monotonic ns when `maps` was last read; re-reads are rate limited.
     pub maps_read_ns: u64,
     /// Monotonic ns when `info` was read (and written to the capture).
@@ -46,8 +54,8 @@ impl ProcessTable {
     pub fn new(proc_root: impl Into<PathBuf>) -> Self {
         ProcessTable {
             proc_root: proc_root.into(),
-            procs: HashMap::new(),
-            threads: HashMap::new(),
+            procs: HashMap::default(),
+            threads: HashMap::default(),
         }
     }
 
@@ -72,6 +80,7 @@ impl ProcessTable {
             let read_ns = crate::session::monotonic_ns();
             ProcessEntry {
                 modules: vec![None; maps.len()],
+                files: vec![None; maps.len()],
                 info,
                 maps,
                 maps_read_ns: read_ns,
@@ -110,6 +119,7 @@ impl ProcessTable {
             }
             Some(maps) if maps != entry.maps => {
                 entry.modules = vec![None; maps.len()];
+                entry.files = vec![None; maps.len()];
                 entry.maps = maps;
                 true
             }

@@ -7,15 +7,20 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use hotspot_format::{InlinedFn, Lost, ProcessExit, Record, Sample, SourceLoc, Symbol, Writer};
+use hotspot_format::{
+    InlinedFn, Lost, ProcessExit, Record, Sample, SourceLoc, Symbol, UnwindMethod, Unwinding,
+    Writer,
+};
 
-use crate::bpf::{EventSource, RawEvent, RawSample};
+use crate::bpf::{EventSource, RawEvent, RawSample, StackEnd};
 use crate::error::RecordError;
 use crate::kallsyms::KernelSymbols;
-use crate::normalizer::Normalizer;
+use crate::normalizer::{Normalizer, UserPart};
 use crate::process_table::ProcessTable;
 use crate::sink::Sink;
 use crate::symbolizer::{Loc, Resolved, SymbolWorker};
+use crate::user_stack::UserSample;
+use hotspot_unwind::{CopyEnd, Regs, StackCopy};
 
 /// What to record and how.
 #[derive(Debug, Clone)]
@@ -29,6 +34,9 @@ pub struct RecordConfig {
     pub sys_root: PathBuf,
     /// Where separate debug files are looked up by build-id.
     pub debug_dirs: Vec<PathBuf>,
+    /// Bytes of user stack the kernel copies per sample, unwound here with call-frame
+    /// information; 0: user stacks are the kernel's frame-pointer walk.
+    pub stack_cap: u32,
 }
 
 impl Default for RecordConfig {
@@ -41,6 +49,7 @@ impl Default for RecordConfig {
             proc_root: PathBuf::from("/proc"),
             sys_root: PathBuf::from("/sys"),
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            stack_cap: 0,
         }
     }
 }
@@ -91,7 +100,23 @@ impl Recorder {
     pub fn new(cfg: RecordConfig) -> Result<Self, RecordError> {
         // Read only if a kernel frame needs it and BPF naming is not set up.
         let kallsyms = KernelSymbols::from_file(cfg.proc_root.join("kallsyms"));
-        let norm = Normalizer::new(ProcessTable::new(&cfg.proc_root), kallsyms, &cfg.sys_root);
+        let mut norm = Normalizer::new(ProcessTable::new(&cfg.proc_root), kallsyms, &cfg.sys_root);
+        // How stacks are unwound comes first in the capture, after the session header.
+        let mut defs = crate::sink::VecSink::default();
+        let unwinding = if cfg.stack_cap > 0 {
+            let markers = norm
+                .enable_cfi(cfg.debug_dirs.clone(), &mut defs)
+                .map_err(RecordError::from)?;
+            Unwinding {
+                method: UnwindMethod::Cfi,
+                stack_cap: cfg.stack_cap,
+                markers: Some(markers),
+            }
+        } else {
+            Unwinding::default()
+        };
+        let mut pending = vec![Record::Unwinding(unwinding)];
+        pending.append(&mut defs.records);
         let worker = SymbolWorker::start(cfg.debug_dirs.clone(), cfg.proc_root.clone()).map_err(
             |source| RecordError::Io {
                 path: "symbol worker thread".into(),
@@ -102,7 +127,7 @@ impl Recorder {
             cfg,
             norm,
             worker,
-            pending: Vec::new(),
+            pending,
         })
     }
 
@@ -310,7 +335,33 @@ fn sample<W: Write>(
         writer.push(Record::Thread(t))?;
     }
     frames.clear();
-    norm.stack(s.pid, &s.kernel, &s.user, s.time_ns, writer, frames)?;
+    let user = match s.regs {
+        // Copied registers and stack: unwound here with call-frame information.
+        Some(r) => UserPart::Copied(UserSample {
+            pid: s.pid,
+            time_ns: s.time_ns,
+            regs: Regs {
+                ip: r.ip,
+                sp: r.sp,
+                bp: r.bp,
+            },
+            stack: StackCopy {
+                base: r.sp,
+                bytes: &s.stack,
+                end: match s.stack_end {
+                    StackEnd::MappingEnd => CopyEnd::MappingEnd,
+                    StackEnd::Cap => CopyEnd::Cap,
+                    StackEnd::Fault => CopyEnd::Fault,
+                    // The stack pointer is in no mapping: nothing lies past the (empty) copy.
+                    StackEnd::NoVma => CopyEnd::MappingEnd,
+                },
+            },
+            fp_chain: &s.user,
+        }),
+        // Frame-pointer mode, or a task without user context.
+        None => UserPart::FramePointers(&s.user),
+    };
+    norm.stack(s.pid, &s.kernel, user, s.time_ns, writer, frames)?;
     let stack = norm.frames.stack(frames, writer)?;
     writer.push_sample(Sample {
         time_ns: s.time_ns,

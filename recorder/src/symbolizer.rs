@@ -11,8 +11,8 @@ use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{CodeInfo, Input, Symbolized, Symbolizer};
 use hotspot_format::{FrameId, ModuleKind};
 
-use crate::build_id;
 use crate::debug_lines::{self, LineInfo, LineTable};
+use crate::module_file::ModuleFile;
 use crate::module_table::ModuleInfo;
 use crate::normalizer::SymbolRequest;
 use crate::perf_map;
@@ -158,12 +158,10 @@ impl Resolver {
         work.sort_by_key(|(info, _)| {
             let ephemeral = info.kind == ModuleKind::Jit
                 || info
-                    .open_path
-                    .as_ref()
+                    .open_path()
                     .is_some_and(|p| p.starts_with(&self.proc_root));
             let size = info
-                .open_path
-                .as_ref()
+                .open_path()
                 .and_then(|p| std::fs::metadata(p).ok())
                 .map_or(0, |m| m.len());
             (!ephemeral, size, info.id)
@@ -172,8 +170,8 @@ impl Resolver {
         for (info, reqs) in work {
             match info.kind {
                 ModuleKind::Elf => {
-                    if let Some(path) = &info.open_path {
-                        self.elf_module(&info, path.clone(), &reqs, &mut out);
+                    if let Some(file) = &info.file {
+                        self.elf_module(&info, file, &reqs, &mut out);
                     }
                 }
                 ModuleKind::Vdso => {
@@ -205,17 +203,55 @@ impl Resolver {
     fn elf_module(
         &mut self,
         info: &ModuleInfo,
-        path: PathBuf,
+        file: &ModuleFile,
         reqs: &[SymbolRequest],
         out: &mut Vec<Resolved>,
     ) {
+        let path = file.path().to_path_buf();
         if !self.plans.contains_key(&path) {
-            let plan = plan(&path, info, &self.debug_dirs);
+            let plan = plan(file, &self.debug_dirs);
             self.plans.insert(path.clone(), plan);
         }
+        let before = out.len();
         match self.plans.get(&path) {
-            Some(Plan::Light { .. }) => self.light(&path, reqs, out),
+            Some(Plan::Light { .. }) => self.light(file, reqs, out),
             _ => self.elf(path, reqs, out),
+        }
+        self.unnamed(info, file, reqs, before, out);
+    }
+
+    /// Names the frames no symbol covers by their module and the start of the CFI entry
+    /// that covers them (`python3.11+0x1a8700`, see `hotspot_format::placeholder`): each
+    /// unnamed function gets a row of its own instead of one `??` per module.
+    fn unnamed(
+        &self,
+        info: &ModuleInfo,
+        file: &ModuleFile,
+        reqs: &[SymbolRequest],
+        named_from: usize,
+        out: &mut Vec<Resolved>,
+    ) {
+        let named: std::collections::HashSet<FrameId> =
+            out[named_from..].iter().map(|r| r.frame).collect();
+        if named.len() == reqs.len() {
+            return;
+        }
+        let Some(unwind) = file.unwind(&self.debug_dirs) else {
+            return;
+        };
+        let module = info.path.rsplit('/').next().unwrap_or(&info.path);
+        for req in reqs.iter().filter(|r| !named.contains(&r.frame)) {
+            let start = file
+                .vaddr_of(req.offset)
+                .and_then(|svma| unwind.function_start(svma));
+            if let Some(start) = start {
+                out.push(Resolved {
+                    frame: req.frame,
+                    function: hotspot_format::placeholder::name(module, start),
+                    loc: Loc::default(),
+                    inlined: Vec::new(),
+                });
+            }
         }
     }
 
@@ -232,15 +268,11 @@ impl Resolver {
     }
 
     /// Names from the symbol table, lines from the line table (see [`Plan::Light`]).
-    fn light(&mut self, path: &Path, reqs: &[SymbolRequest], out: &mut Vec<Resolved>) {
-        let offsets: Vec<u64> = reqs.iter().map(|r| r.offset).collect();
-        let Some(vaddrs) = debug_lines::virtual_addresses(path, &offsets) else {
-            return;
-        };
+    fn light(&mut self, file: &ModuleFile, reqs: &[SymbolRequest], out: &mut Vec<Resolved>) {
+        let path = file.path();
         let known: Vec<(&SymbolRequest, u64)> = reqs
             .iter()
-            .zip(vaddrs)
-            .filter_map(|(r, v)| Some((r, v?)))
+            .filter_map(|r| Some((r, file.vaddr_of(r.offset)?)))
             .collect();
         let addrs: Vec<u64> = known.iter().map(|&(_, v)| v).collect();
         let Some(Plan::Light { symbols, lines }) = self.plans.get_mut(path) else {
@@ -355,72 +387,29 @@ impl Drop for Resolver {
 }
 
 /// Decides how to name a module's frames from where its DWARF is and how it is stored.
-fn plan(path: &Path, info: &ModuleInfo, debug_dirs: &[PathBuf]) -> Plan {
+fn plan(file: &ModuleFile, debug_dirs: &[PathBuf]) -> Plan {
     let light = |symbols: PathBuf| Plan::Light {
         symbols,
         lines: None,
     };
-    match debug_lines::line_info(path) {
-        Some(LineInfo::Compressed) => return light(path.to_path_buf()),
-        Some(LineInfo::Plain) | None => return Plan::Full,
-        Some(LineInfo::Absent) => {}
+    match file.line_info() {
+        LineInfo::Compressed => return light(file.path().to_path_buf()),
+        LineInfo::Plain => return Plan::Full,
+        LineInfo::Absent => {}
     }
-    match separate_debug_file(path, Path::new(&info.path), &info.build_id, debug_dirs) {
-        Some(debug) if debug_lines::line_info(&debug) == Some(LineInfo::Compressed) => light(debug),
+    match file.debug_file(debug_dirs) {
+        Some(debug) if debug_lines::line_info(debug) == Some(LineInfo::Compressed) => {
+            light(debug.to_path_buf())
+        }
         // Plain DWARF beside or under a debug directory: blazesym finds it by itself.
         _ => Plan::Full,
     }
 }
 
-/// The separate debug file of `binary` (opened at `open`, recorded as `recorded`):
-/// under a debug directory by build-id, or by its `.gnu_debuglink` name beside the
-/// recorded path, in its `.debug/` or under a debug directory. Only a file with the same
-/// build-id counts, so a module without one never gets a debug file here.
-fn separate_debug_file(
-    open: &Path,
-    recorded: &Path,
-    id: &[u8],
-    debug_dirs: &[PathBuf],
-) -> Option<PathBuf> {
-    if id.len() < 2 {
-        return None;
-    }
-    let matches = |p: &Path| build_id::of_elf_file(p).is_some_and(|found| found == id);
-    let hex = build_id::hex(id);
-    let by_id = debug_dirs.iter().map(|d| {
-        d.join(".build-id")
-            .join(&hex[..2])
-            .join(format!("{}.debug", &hex[2..]))
-    });
-    let link = build_id::debuglink(open);
-    let dir = recorded.parent().unwrap_or(Path::new("/"));
-    let by_link = link.into_iter().flat_map(|name| {
-        let under = debug_dirs
-            .iter()
-            .map(|d| d.join(dir.strip_prefix("/").unwrap_or(dir)).join(&name));
-        [dir.join(&name), dir.join(".debug").join(&name)]
-            .into_iter()
-            .chain(under.collect::<Vec<_>>())
-    });
-    by_id.chain(by_link).find(|p| p.is_file() && matches(p))
-}
-
-fn dump_vdso(proc_root: &std::path::Path) -> Option<PathBuf> {
-    use std::io::{Read, Seek, SeekFrom};
-    let maps = std::fs::read_to_string(proc_root.join("self/maps")).ok()?;
-    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-    let (range, _) = line.split_once(' ')?;
-    let (s, e) = range.split_once('-')?;
-    let (s, e) = (
-        u64::from_str_radix(s, 16).ok()?,
-        u64::from_str_radix(e, 16).ok()?,
-    );
-    let mut mem = std::fs::File::open(proc_root.join("self/mem")).ok()?;
-    mem.seek(SeekFrom::Start(s)).ok()?;
-    let mut buf = vec![0u8; usize::try_from(e.checked_sub(s)?).ok()?.min(1 << 20)];
-    mem.read_exact(&mut buf).ok()?;
+fn dump_vdso(proc_root: &Path) -> Option<PathBuf> {
+    let image = crate::module_file::own_vdso_image(proc_root)?;
     let path = std::env::temp_dir().join(format!("hotspot-vdso-{}.so", std::process::id()));
-    std::fs::write(&path, &buf).ok()?;
+    std::fs::write(&path, &image).ok()?;
     Some(path)
 }
 
@@ -437,6 +426,7 @@ fn loc(ci: Option<&CodeInfo<'_>>) -> Loc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build_id;
     use crate::debug_lines::tests::{compile, source, symbol_address};
     use object::{Object, ObjectSegment};
     use std::process::Command;
@@ -462,7 +452,7 @@ mod tests {
             kind: ModuleKind::Elf,
             path: recorded.to_string_lossy().into_owned(),
             build_id: build_id::of_elf_file(bin).expect("build-id"),
-            open_path: Some(bin.to_path_buf()),
+            file: Some(std::sync::Arc::new(ModuleFile::open(bin).expect("ELF"))),
             pid: None,
         };
         let req = SymbolRequest {
@@ -545,13 +535,10 @@ mod tests {
                 .arg(&debug),
         );
         assert!(
-            separate_debug_file(
-                &stripped,
-                &stripped,
-                &build_id::of_elf_file(&stripped).expect("id"),
-                &[]
-            )
-            .is_none()
+            ModuleFile::open(&stripped)
+                .expect("ELF")
+                .debug_file(&[])
+                .is_none()
         );
     }
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use hotspot_format::{FrameAddr, ModuleKind, Record, read_all};
-use hotspot_recorder::bpf::{BpfError, EventSource, RawEvent, RawSample};
+use hotspot_recorder::bpf::{BpfError, EventSource, RawEvent, RawSample, StackEnd};
 use hotspot_recorder::{RecordConfig, StopReason};
 
 /// Replays a script of event batches, one batch per poll.
@@ -81,6 +81,9 @@ fn samples_become_named_machine_independent_frames() {
             comm: comm(name),
             user: vec![leaf, caller],
             kernel,
+            regs: None,
+            stack: Vec::new(),
+            stack_end: StackEnd::Cap,
         })
     };
     let script = VecDeque::from(vec![
@@ -288,4 +291,175 @@ fn stop_flag_and_duration_end_the_recording() {
         records.iter().any(|r| matches!(r, Record::End(_))),
         "finished with an end marker"
     );
+}
+
+/// Registers and the live stack of the calling thread, as the BPF program would copy
+/// them: the stack from `rsp` to the end of its mapping.
+#[inline(never)]
+fn snapshot() -> (hotspot_recorder::bpf::UserRegs, Vec<u8>) {
+    let (ip, sp, bp): (u64, u64, u64);
+    // SAFETY: reads three registers into outputs; touches no memory.
+    unsafe {
+        std::arch::asm!(
+            "lea {ip}, [rip]",
+            "mov {sp}, rsp",
+            "mov {bp}, rbp",
+            ip = out(reg) ip,
+            sp = out(reg) sp,
+            bp = out(reg) bp,
+        );
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
+    let end = maps
+        .lines()
+        .find_map(|l| {
+            let (range, _) = l.split_once(' ')?;
+            let (s, e) = range.split_once('-')?;
+            let (s, e) = (
+                u64::from_str_radix(s, 16).ok()?,
+                u64::from_str_radix(e, 16).ok()?,
+            );
+            (s <= sp && sp < e).then_some(e)
+        })
+        .expect("the stack pointer is in a mapping");
+    // SAFETY: `sp..end` is this thread's own mapped stack, above the current frame.
+    let stack = unsafe { std::slice::from_raw_parts(sp as *const u8, (end - sp) as usize) };
+    (
+        hotspot_recorder::bpf::UserRegs { ip, sp, bp },
+        stack.to_vec(),
+    )
+}
+
+#[inline(never)]
+fn cfi_leaf() -> (hotspot_recorder::bpf::UserRegs, Vec<u8>) {
+    std::hint::black_box(snapshot())
+}
+
+#[inline(never)]
+fn cfi_middle() -> (hotspot_recorder::bpf::UserRegs, Vec<u8>) {
+    std::hint::black_box(cfi_leaf())
+}
+
+/// Every sample's stack as function names, leaf first.
+fn named_stacks(records: &[Record]) -> Vec<Vec<String>> {
+    let mut strings = std::collections::HashMap::new();
+    let mut symbols = std::collections::HashMap::new();
+    let mut stacks = std::collections::HashMap::new();
+    let mut samples = Vec::new();
+    for r in records {
+        match r {
+            Record::String { id, text } => {
+                strings.insert(*id, text.clone());
+            }
+            Record::Symbol(s) => {
+                symbols.insert(s.frame, s.function);
+            }
+            Record::Stack(s) => {
+                stacks.insert(s.id, s.frames.clone());
+            }
+            Record::Samples(b) => samples.extend(b.samples.iter().map(|s| s.stack)),
+            _ => {}
+        }
+    }
+    samples
+        .iter()
+        .map(|id| {
+            stacks[id]
+                .iter()
+                .map(|f| {
+                    symbols
+                        .get(f)
+                        .and_then(|s| strings.get(s))
+                        .cloned()
+                        .unwrap_or_else(|| "??".into())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A copied stack is unwound with call-frame information in the recorder, without root:
+/// registers and stack bytes of one of our own threads, handed over as the BPF program
+/// hands them over. A copy cut short ends in the truncation marker.
+#[test]
+fn copied_stacks_are_unwound_with_cfi() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fake_proc(dir.path());
+    let me = std::process::id();
+    let (regs, stack) = std::thread::spawn(cfi_middle).join().expect("thread");
+    let sample = |t: u64, bytes: Vec<u8>, end: StackEnd| {
+        RawEvent::Sample(RawSample {
+            time_ns: t,
+            pid: me,
+            tid: me,
+            cpu: 0,
+            comm: comm("cfi"),
+            user: Vec::new(),
+            kernel: Vec::new(),
+            regs: Some(regs),
+            stack: bytes,
+            stack_end: end,
+        })
+    };
+    let short = stack[..stack.len().min(256)].to_vec();
+    let mut source = FakeSource {
+        script: VecDeque::from(vec![
+            vec![sample(1_000, stack.clone(), StackEnd::MappingEnd)],
+            vec![sample(2_000, short, StackEnd::Cap)],
+            vec![RawEvent::Exit {
+                time_ns: 3_000,
+                pid: me,
+            }],
+        ]),
+        lost: vec![],
+    };
+    let cfg = RecordConfig {
+        targets: vec![me],
+        flush_every: Duration::from_millis(20),
+        proc_root: dir.path().to_path_buf(),
+        sys_root: dir.path().join("sys"),
+        stack_cap: 65536,
+        ..RecordConfig::default()
+    };
+    let writer = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
+    let (_, bytes) = hotspot_recorder::run(
+        &mut source,
+        writer,
+        &cfg,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .expect("records");
+    let (records, _) = read_all(&bytes).expect("reads back");
+    let unwinding = records
+        .iter()
+        .find_map(|r| match r {
+            Record::Unwinding(u) => Some(*u),
+            _ => None,
+        })
+        .expect("an Unwinding record");
+    assert_eq!(unwinding.method, hotspot_format::UnwindMethod::Cfi);
+    assert_eq!(unwinding.stack_cap, 65536);
+    let stacks = named_stacks(&records);
+    assert_eq!(stacks.len(), 2);
+    let whole = &stacks[0];
+    let at = |name: &str| whole.iter().position(|f| f.ends_with(name));
+    let (leaf, middle) = (at("::cfi_leaf"), at("::cfi_middle"));
+    assert!(
+        leaf.is_some() && middle.is_some() && leaf < middle,
+        "the whole copy unwinds through cfi_leaf and cfi_middle: {whole:?}"
+    );
+    assert!(
+        whole
+            .last()
+            .is_some_and(|f| f == "__clone3" || f == "clone3"),
+        "a thread's stack ends at clone3: {whole:?}"
+    );
+    let cut = &stacks[1];
+    assert_eq!(
+        cut.last().map(String::as_str),
+        Some("[truncated: stack larger than --stack-cap]"),
+        "{cut:?}"
+    );
+    assert!(cut.len() < whole.len());
 }

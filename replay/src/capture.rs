@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use hotspot_format::{
     End, Event, Frame, FrameId, Module, ModuleId, Process, Reader, Record, Sample, SessionHeader,
-    StackId, StringId, Symbol,
+    StackId, StringId, Symbol, Unwinding,
 };
 
 use crate::error::ReplayError;
@@ -43,6 +43,9 @@ pub struct Capture {
     pub file_size: u64,
     pub version: (u16, u16),
     pub session: Option<SessionHeader>,
+    /// How user stacks were unwound; `None` in captures unwound by frame pointers before
+    /// the format said so (1.0).
+    pub unwinding: Option<Unwinding>,
     /// Interned strings, shared: every name built from one (see [`crate::names`]) points
     /// at the same text rather than copying it.
     pub strings: HashMap<StringId, Arc<str>>,
@@ -181,6 +184,9 @@ impl Capture {
             Record::Lost(l) => self.lost = self.lost.saturating_add(l.count),
             Record::Index(_) => {}
             Record::End(e) => self.end = Some(e),
+            Record::Unwinding(u) => {
+                self.unwinding.get_or_insert(u);
+            }
         }
     }
 

@@ -24,6 +24,8 @@ pub struct Facts<'a> {
     pub span: Option<(u64, u64)>,
     pub stack_samples: Cow<'a, BTreeMap<StackId, u64>>,
     pub thread_samples: Cow<'a, BTreeMap<u32, u64>>,
+    /// Samples per (thread, stack).
+    pub pair_samples: Cow<'a, BTreeMap<(u32, StackId), u64>>,
     /// Known only when read by a [`Scan`].
     pub sizes: Option<&'a Sizes>,
 }
@@ -36,6 +38,8 @@ impl<'a> Facts<'a> {
             span: scan.span,
             stack_samples: Cow::Borrowed(&scan.stack_samples),
             thread_samples: Cow::Borrowed(&scan.thread_samples),
+            // info reads the whole file: its window is everything.
+            pair_samples: Cow::Borrowed(&scan.tally),
             sizes: Some(&scan.sizes),
         }
     }
@@ -43,9 +47,11 @@ impl<'a> Facts<'a> {
     pub fn of_capture(c: &'a Capture) -> Facts<'a> {
         let mut stacks = BTreeMap::new();
         let mut threads = BTreeMap::new();
+        let mut pairs = BTreeMap::new();
         for s in &c.samples {
             *stacks.entry(s.stack).or_default() += 1;
             *threads.entry(s.tid).or_default() += 1;
+            *pairs.entry((s.tid, s.stack)).or_default() += 1;
         }
         Facts {
             capture: c,
@@ -53,6 +59,7 @@ impl<'a> Facts<'a> {
             span: c.time_range(),
             stack_samples: Cow::Owned(stacks),
             thread_samples: Cow::Owned(threads),
+            pair_samples: Cow::Owned(pairs),
             sizes: None,
         }
     }
@@ -171,6 +178,11 @@ pub fn hint(m: &Module) -> String {
     }
 }
 
+/// A real name: neither `??` nor a `MODULE+0xADDR` placeholder.
+fn is_named(function: &str) -> bool {
+    function != UNKNOWN && !hotspot_format::placeholder::is_placeholder(function)
+}
+
 /// Symbol coverage of the samples' leaf frames.
 pub fn coverage(f: &Facts) -> Coverage {
     let c = f.capture;
@@ -186,7 +198,7 @@ pub fn coverage(f: &Facts) -> Coverage {
         };
         scratch.clear();
         names::expand(c, leaf, &mut scratch);
-        let named = scratch.first().is_some_and(|n| &*n.function != UNKNOWN);
+        let named = scratch.first().is_some_and(|n| is_named(&n.function));
         let e = per_module.entry(frame.module).or_default();
         e.0 += n;
         if named {
@@ -200,14 +212,15 @@ pub fn coverage(f: &Facts) -> Coverage {
         names::expand(c, *id, &mut scratch);
         let e = frames.entry(frame.module).or_default();
         e.0 += 1;
-        if scratch.first().is_some_and(|n| &*n.function != UNKNOWN) {
+        if scratch.first().is_some_and(|n| is_named(&n.function)) {
             e.1 += 1;
         }
     }
+    let markers = c.unwinding.and_then(|u| u.markers);
     let mut modules: Vec<ModuleCoverage> = c
         .modules
         .values()
-        .filter(|m| frames.contains_key(&m.id))
+        .filter(|m| frames.contains_key(&m.id) && Some(m.id) != markers)
         .map(|m| {
             let (samples, named) = per_module.get(&m.id).copied().unwrap_or_default();
             let (nframes, named_frames) = frames.get(&m.id).copied().unwrap_or_default();
@@ -372,6 +385,7 @@ pub fn text_of(f: &Facts) -> String {
     if busiest.len() > 10 {
         let _ = writeln!(o, "  … {} more threads with samples", busiest.len() - 10);
     }
+    unwinding_text(&mut o, &crate::unwinding::completeness(c, &f.pair_samples));
     let _ = writeln!(
         o,
         "stacks:     {} distinct, {} frames, {} modules, {} symbols",
@@ -433,6 +447,44 @@ pub fn text_of(f: &Facts) -> String {
         }
     }
     o
+}
+
+fn unwinding_text(o: &mut String, u: &crate::unwinding::Completeness) {
+    if !u.checked {
+        let _ = writeln!(
+            o,
+            "unwinding:  frame pointers (the kernel's walk: code without frame pointers loses \
+             callers, and stacks are not checked for completeness)"
+        );
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "unwinding:  call-frame information over up to {} bytes of stack per sample",
+        u.stack_cap
+    );
+    for p in u.processes.iter().take(10) {
+        let _ = write!(
+            o,
+            "  {:>7} {:<16} {:.1}% of stacks complete ({} of {})",
+            p.pid,
+            display(&p.name),
+            pct(p.complete, p.samples),
+            p.complete,
+            p.samples
+        );
+        for r in &p.reasons {
+            let _ = write!(o, "; {} {}", r.samples, display(&r.reason));
+        }
+        o.push('\n');
+    }
+    if u.processes.len() > 10 {
+        let _ = writeln!(
+            o,
+            "  … {} more processes with samples",
+            u.processes.len() - 10
+        );
+    }
 }
 
 fn size_text(o: &mut String, s: &Sizes) {
@@ -550,6 +602,7 @@ struct Document {
     processes: Vec<Process>,
     threads: Vec<Thread>,
     coverage: Coverage,
+    unwinding: crate::unwinding::Completeness,
     ending: Ending,
     unknown_kinds: BTreeMap<u32, u64>,
     size: SizeInfo,
@@ -638,6 +691,16 @@ pub fn json_of(f: &Facts) -> String {
             })
             .collect(),
         coverage: coverage(f),
+        unwinding: {
+            let mut u = crate::unwinding::completeness(c, &f.pair_samples);
+            for p in &mut u.processes {
+                p.name = display(&p.name);
+                for r in &mut p.reasons {
+                    r.reason = display(&r.reason);
+                }
+            }
+            u
+        },
         ending: Ending {
             clean: c.end.is_some() && c.truncated.is_none(),
             truncated: c.truncated.map(|(offset, bytes)| Damage {

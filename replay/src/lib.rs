@@ -13,6 +13,7 @@ pub mod resymbolize;
 pub mod sanitize;
 pub mod tree;
 pub mod tui;
+pub mod unwinding;
 
 pub use capture::Capture;
 pub use error::ReplayError;

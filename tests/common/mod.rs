@@ -32,6 +32,8 @@
 
 #![allow(dead_code)]
 
+pub mod recording;
+
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -68,6 +70,19 @@ pub const ALL_FIXTURES: &[&str] = &[
     "execer",
     "churn",
     "renamer",
+    "frameless",
+    "sighandler",
+];
+
+/// The flags of a plain optimised build, as distributions and release builds compile:
+/// no frame pointers (gcc's default at -O2), sibling calls allowed.
+pub const PLAIN_CFLAGS: &[&str] = &[
+    "-O2",
+    "-g",
+    "-Wall",
+    "-Wextra",
+    "-pthread",
+    "-Wl,--build-id=sha1",
 ];
 
 /// `fixtures/` in the workspace.
@@ -84,6 +99,17 @@ pub fn fixture_cache_dir() -> PathBuf {
 /// binary's path. Panics with gcc's stderr if it does not compile.
 pub fn fixture(name: &str) -> PathBuf {
     fixture_with(name, &[], "default")
+}
+
+/// `fixtures/<name>.c` built with [`PLAIN_CFLAGS`] only: no frame pointers except where
+/// a function forces one (the leaves' `FX_FRAME()`), so only call-frame information can
+/// unwind it. Cached like [`fixture`], in a directory of its own.
+pub fn plain_fixture(name: &str) -> PathBuf {
+    let key = BuildKey::new(name, "plain", PLAIN_CFLAGS, "compile");
+    cached(&key, |tmp| {
+        compile(name, PLAIN_CFLAGS, &tmp.join(name));
+    })
+    .join(name)
 }
 
 /// Like [`fixture`], with `extra_flags` appended after [`FIXTURE_CFLAGS`] (so they can

@@ -624,12 +624,13 @@ pub fn cases() -> Vec<Case> {
         )]),
         Expect::Samples(50),
     ));
+    // The format's limit (2048 since 1.1) plus one.
     let mut too_deep = Vec::new();
     put_u32(&mut too_deep, 101);
-    put_u64(&mut too_deep, 1025);
-    too_deep.extend(vec![1u8; 1025]);
+    put_u64(&mut too_deep, 2049);
+    too_deep.extend(vec![1u8; 2049]);
     v.push(Case::new(
-        "stack_1025_frames",
+        "stack_2049_frames",
         file(&[good(8), raw_rec(kind::STACK, &too_deep)]),
         Expect::Samples(8),
     ));

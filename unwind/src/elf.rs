@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use object::elf::{EM_X86_64, PT_GNU_EH_FRAME, PT_LOAD};
 use object::read::elf::{ElfFile64, ProgramHeader};
-use object::{CompressionFormat, LittleEndian, Object, ObjectSection, SectionKind};
+use object::{CompressionFormat, LittleEndian, Object, ObjectSection, ReadRef, SectionKind};
 
 use crate::UnwindError;
 use crate::limits::MAX_SECTION_BYTES;
@@ -30,10 +30,12 @@ pub(crate) struct Sections {
     pub(crate) plt: Vec<Range<u64>>,
     pub(crate) text: Option<u64>,
     pub(crate) got: Option<u64>,
+    /// The ELF entry point (`e_entry`), where the first thread starts: its first frame.
+    pub(crate) entry: Option<u64>,
 }
 
-fn parse(data: &[u8]) -> Result<ElfFile64<'_, LittleEndian>, UnwindError> {
-    let file = ElfFile64::<LittleEndian>::parse(data)?;
+fn parse<'d, R: ReadRef<'d>>(data: R) -> Result<ElfFile64<'d, LittleEndian, R>, UnwindError> {
+    let file = ElfFile64::<LittleEndian, R>::parse(data)?;
     let machine = file.elf_header().e_machine.get(LittleEndian);
     if machine != EM_X86_64 {
         return Err(UnwindError::Architecture { machine: machine.0 });
@@ -54,8 +56,8 @@ fn check_size(section: &'static str, size: u64) -> Result<usize, UnwindError> {
 
 /// The bytes of section `name` (decompressed if need be), or `None` when the file has no
 /// such section or it occupies no bytes in this file (`SHT_NOBITS` in a debug file).
-fn copy(
-    file: &ElfFile64<'_, LittleEndian>,
+fn copy<'d, R: ReadRef<'d>>(
+    file: &ElfFile64<'d, LittleEndian, R>,
     name: &'static str,
 ) -> Result<Option<Copied>, UnwindError> {
     let Some(section) = file.section_by_name(name) else {
@@ -114,7 +116,10 @@ fn decompress(
     Ok(out)
 }
 
-fn address_range(file: &ElfFile64<'_, LittleEndian>, name: &str) -> Option<Range<u64>> {
+fn address_range<'d, R: ReadRef<'d>>(
+    file: &ElfFile64<'d, LittleEndian, R>,
+    name: &str,
+) -> Option<Range<u64>> {
     let section = file.section_by_name(name)?;
     let start = section.address();
     let end = start.checked_add(section.size())?;
@@ -122,7 +127,7 @@ fn address_range(file: &ElfFile64<'_, LittleEndian>, name: &str) -> Option<Range
 }
 
 /// Everything [`crate::ModuleUnwind::from_elf`] keeps.
-pub(crate) fn read_module(data: &[u8]) -> Result<Sections, UnwindError> {
+pub(crate) fn read_module<'d, R: ReadRef<'d>>(data: R) -> Result<Sections, UnwindError> {
     let file = parse(data)?;
     let mut sections = Sections {
         eh_frame: copy(&file, ".eh_frame")?,
@@ -134,6 +139,7 @@ pub(crate) fn read_module(data: &[u8]) -> Result<Sections, UnwindError> {
             .collect(),
         text: file.section_by_name(".text").map(|s| s.address()),
         got: file.section_by_name(".got").map(|s| s.address()),
+        entry: Some(file.entry()).filter(|&e| e != 0),
     };
     if sections.eh_frame.is_none() && sections.eh_frame_hdr.is_none() {
         from_program_headers(&file, data, &mut sections)?;
@@ -142,7 +148,7 @@ pub(crate) fn read_module(data: &[u8]) -> Result<Sections, UnwindError> {
 }
 
 /// The `.debug_frame` of a separate debug file, if it has one.
-pub(crate) fn read_debug_frame(data: &[u8]) -> Result<Option<Copied>, UnwindError> {
+pub(crate) fn read_debug_frame<'d, R: ReadRef<'d>>(data: R) -> Result<Option<Copied>, UnwindError> {
     copy(&parse(data)?, ".debug_frame")
 }
 
@@ -150,9 +156,9 @@ pub(crate) fn read_debug_frame(data: &[u8]) -> Result<Option<Copied>, UnwindErro
 /// `PT_GNU_EH_FRAME`, the `.eh_frame_hdr` the runtime unwinder uses: take it, and the
 /// `.eh_frame` it points to up to the end of the loaded segment holding it (the CFI
 /// ends at its zero terminator before that).
-fn from_program_headers(
-    file: &ElfFile64<'_, LittleEndian>,
-    data: &[u8],
+fn from_program_headers<'d, R: ReadRef<'d>>(
+    file: &ElfFile64<'d, LittleEndian, R>,
+    data: R,
     sections: &mut Sections,
 ) -> Result<(), UnwindError> {
     let endian = LittleEndian;

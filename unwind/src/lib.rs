@@ -16,6 +16,7 @@
 mod cache;
 mod cfi;
 mod elf;
+mod epilogue;
 mod error;
 mod expr;
 mod frame;

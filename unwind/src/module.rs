@@ -17,15 +17,27 @@ pub struct ModuleUnwind {
     eh_frame: Option<Cfi>,
     debug_frame: Option<Cfi>,
     plt: Vec<Range<u64>>,
+    entry: Option<u64>,
 }
+
+/// How far past the entry point a frame without CFI still counts as `_start`'s.
+const ENTRY_WINDOW: u64 = 32;
 
 /// Ids are never reused, so a cache entry of a dropped module can never match another.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl ModuleUnwind {
-    /// Reads the unwind information of an ELF file (x86_64, ELF64 little-endian). A file
-    /// without any CFI is fine: its code is unwound by the frame-pointer rule.
+    /// Reads the unwind information of an ELF file (x86_64, ELF64 little-endian) held in
+    /// memory. A file without any CFI is fine: its code is unwound by the frame-pointer
+    /// rule.
     pub fn from_elf(data: &[u8]) -> Result<ModuleUnwind, UnwindError> {
+        Self::read(data)
+    }
+
+    /// [`ModuleUnwind::from_elf`] from any `object::ReadRef`: a `ReadCache` over an open
+    /// file reads only the headers and the sections kept, with `pread` (a mapping of a
+    /// target's binary would fault if the target truncated the file under it).
+    pub fn read<'d, R: object::ReadRef<'d>>(data: R) -> Result<ModuleUnwind, UnwindError> {
         let sections = elf::read_module(data)?;
         let eh_frame = sections.eh_frame.map(|eh| {
             Cfi::eh_frame(
@@ -43,6 +55,7 @@ impl ModuleUnwind {
                 .map(Cfi::debug_frame)
                 .filter(|c| !c.is_empty()),
             plt: sections.plt,
+            entry: sections.entry,
         })
     }
 
@@ -50,6 +63,15 @@ impl ModuleUnwind {
     /// used where `.eh_frame` has no entry. Replaces a `.debug_frame` read before. A debug
     /// file without one changes nothing.
     pub fn add_debug_frame(&mut self, debug_file: &[u8]) -> Result<(), UnwindError> {
+        self.read_debug_frame(debug_file)
+    }
+
+    /// [`ModuleUnwind::add_debug_frame`] from any `object::ReadRef` (see
+    /// [`ModuleUnwind::read`]).
+    pub fn read_debug_frame<'d, R: object::ReadRef<'d>>(
+        &mut self,
+        debug_file: R,
+    ) -> Result<(), UnwindError> {
         if let Some(copied) = elf::read_debug_frame(debug_file)? {
             let cfi = Cfi::debug_frame(copied);
             if !cfi.is_empty() {
@@ -78,6 +100,14 @@ impl ModuleUnwind {
             + self.plt.capacity() * std::mem::size_of::<Range<u64>>()
     }
 
+    /// Whether `svma` is in the first instructions at the ELF entry point (`_start`), the
+    /// outermost frame of a process's first thread. The dynamic loader's `_start` has no
+    /// CFI to say so (its `call _dl_start` returns to entry + 8).
+    pub(crate) fn at_entry(&self, svma: u64) -> bool {
+        self.entry
+            .is_some_and(|e| svma >= e && svma - e < ENTRY_WINDOW)
+    }
+
     /// Whether the module has any CFI.
     pub fn has_cfi(&self) -> bool {
         self.eh_frame.is_some() || self.debug_frame.is_some()
@@ -101,5 +131,21 @@ impl ModuleUnwind {
             return Compiled::Rule(Rule::JUST_RETURN);
         }
         found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_entry_point_is_known() {
+        let exe = std::fs::read(std::env::current_exe().expect("exe")).expect("read");
+        let entry = object::read::elf::ElfFile64::<object::LittleEndian>::parse(&*exe)
+            .map(|f| object::Object::entry(&f))
+            .expect("ELF");
+        let m = ModuleUnwind::from_elf(&exe).expect("module");
+        assert!(m.at_entry(entry) && m.at_entry(entry + 8));
+        assert!(!m.at_entry(entry + ENTRY_WINDOW) && !m.at_entry(entry.wrapping_sub(1)));
     }
 }

@@ -21,4 +21,13 @@ pub trait AddressSpace {
     /// sampled PC, and `return address - 1` for callers (so a call that ends a mapping is
     /// still found in it).
     fn code_at(&mut self, avma: u64) -> CodeAt<'_>;
+
+    /// Up to `buf.len()` bytes of the code at `avma`, asked only for executable memory
+    /// without CFI ([`CodeAt::Anonymous`]) at a return address: a plain epilogue there
+    /// (`add $8,%rsp; ret`, as CPython 3.12's perf trampolines end) gives the caller where
+    /// the frame-pointer rule cannot. Returns how many bytes were read; by default none.
+    fn read_code(&mut self, avma: u64, buf: &mut [u8]) -> usize {
+        let _ = (avma, buf);
+        0
+    }
 }

@@ -2,6 +2,7 @@
 
 use crate::cache::RuleCache;
 use crate::cfi::{Compiled, Context};
+use crate::epilogue;
 use crate::rule::{Rule, State};
 use crate::{AddressSpace, CodeAt, End, Frame, MAX_FRAMES, Regs, StackCopy};
 
@@ -77,6 +78,7 @@ impl Unwinder {
             out.push(Frame { addr: st.ip, exact });
             // Without CFI: whether rbp = 0 may mark the outermost frame (see frame_pointer).
             let mut zero_bp_ends = false;
+            let anonymous = matches!(code, CodeAt::Anonymous);
             let rule = match code {
                 CodeAt::Unmapped => return End::Unmapped,
                 CodeAt::Anonymous => None,
@@ -88,6 +90,8 @@ impl Unwinder {
                         .get(module.id(), svma, || module.compile(svma, ctx))
                     {
                         Compiled::Rule(rule) => Some(rule),
+                        // The entry point without CFI is the first thread's outermost frame.
+                        Compiled::NoFde if module.at_entry(svma) => return End::Complete,
                         Compiled::NoFde => None,
                         Compiled::Bad => return End::BadUnwindInfo,
                     }
@@ -108,7 +112,16 @@ impl Unwinder {
                 }
                 None => {
                     exact = false;
-                    frame_pointer(&mut st, stack, zero_bp_ends)
+                    let mut code = [0u8; epilogue::CODE_BYTES];
+                    let n = if anonymous {
+                        space.read_code(st.ip, &mut code)
+                    } else {
+                        0
+                    };
+                    match epilogue::unwind(&code[..n.min(code.len())], &mut st, stack) {
+                        Some(result) => result,
+                        None => frame_pointer(&mut st, stack, zero_bp_ends),
+                    }
                 }
             };
             match went_on {

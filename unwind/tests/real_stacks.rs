@@ -390,7 +390,13 @@ fn frame_pointer_splice_past_the_cap() {
     );
     let before = out.len();
     assert!(before < 100);
-    assert!(splice_frame_pointers(&mut out, &chain));
+    assert!(splice_frame_pointers(
+        &mut out,
+        &chain,
+        &copy,
+        d.regs.bp,
+        &mut process
+    ));
     // the frames the chain has are exactly the full unwind's, as far as it goes
     let addrs: Vec<u64> = out.iter().map(|f| f.addr).collect();
     let full_addrs: Vec<u64> = full.iter().map(|f| f.addr).collect();

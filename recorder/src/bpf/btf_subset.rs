@@ -1,14 +1,20 @@
 //! The few kernel types our BPF programs read through CO-RE, cut out of the kernel's BTF
-//! into a BTF blob of six types for the loader to relocate against.
+//! into a BTF blob of eleven types for the loader to relocate against.
 //!
 //! aya's loader relocates CO-RE accesses against a fully parsed kernel BTF: ~130,000 types
 //! turned into Rust values, ~30 ms of CPU and ~18 MB at the recorder's start, then a scan
-//! of all of them per relocated struct. The programs read five fields. Finding those
+//! of all of them per relocated struct. The programs read eleven fields. Finding those
 //! fields' offsets in the raw BTF is one pass over the type headers without allocating,
 //! and relocating against a blob that holds only them gives the same offsets.
 //!
-//! Every field `ebpf/hotspot.bpf.c` reads with `BPF_CORE_READ` must be in [`FIELDS`]:
-//! a relocation against a field missing here fails the load, loudly.
+//! Every field `ebpf/hotspot.bpf.c` reads through CO-RE (`BPF_CORE_READ`, or a direct
+//! load from a `preserve_access_index` struct) must be in [`FIELDS`]: a relocation
+//! against a field missing here fails the subset load, and the loader falls back to the
+//! slow full parse (a test checks it does not).
+//!
+//! A field may sit in anonymous structs and unions (`vm_area_struct.vm_end` does since
+//! 6.12): the subset flattens it to a direct member at its total offset, which is what
+//! a relocation through the anonymous members resolves to.
 //!
 //! aya 0.14's `EbpfLoader::new()` parses the whole kernel BTF unconditionally, even when
 //! the caller then supplies its own with `.btf()`; [`loader_without_kernel_btf`] makes it
@@ -40,11 +46,20 @@ const KIND_ENUM64: u32 = 19;
 
 /// The fields read through CO-RE, by struct. `pid`/`tgid` are `pid_t` (an int) and
 /// `signal` a pointer to `struct signal_struct` in every kernel with BTF; `live` is an
-/// `atomic_t`, whose `counter` is at offset 0.
-const FIELDS: [(&str, &[&str]); 2] = [
-    ("task_struct", &["pid", "tgid", "signal"]),
+/// `atomic_t`, whose `counter` is at offset 0; `mm` a pointer to `struct mm_struct`;
+/// `thread` an embedded `struct thread_struct`; `vm_start`, `vm_end`, `start_stack` and
+/// `fsbase` are `unsigned long`.
+const FIELDS: [(&str, &[&str]); 5] = [
+    ("task_struct", &["pid", "tgid", "signal", "mm", "thread"]),
     ("signal_struct", &["live"]),
+    ("vm_area_struct", &["vm_start", "vm_end"]),
+    ("mm_struct", &["start_stack"]),
+    ("thread_struct", &["fsbase"]),
 ];
+
+/// Most passes over the type section: a field nested in anonymous members defined
+/// before their parent needs one more pass per such level (real BTF needs one).
+const MAX_PASSES: usize = 4;
 
 /// Why the subset could not be made; the caller falls back to the full parse.
 #[derive(Debug, thiserror::Error)]
@@ -155,10 +170,18 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
             None => Err(SubsetError::Missing(name.to_owned())),
         }
     };
+    let vma = &found[2];
     let pid = byte_offset(task, 0, "task_struct.pid")?;
     let tgid = byte_offset(task, 1, "task_struct.tgid")?;
     let signal_ptr = byte_offset(task, 2, "task_struct.signal")?;
     let live = byte_offset(signal, 0, "signal_struct.live")?;
+    let vm_start = byte_offset(vma, 0, "vm_area_struct.vm_start")?;
+    let vm_end = byte_offset(vma, 1, "vm_area_struct.vm_end")?;
+    let (mm, thread) = (&found[3], &found[4]);
+    let mm_ptr = byte_offset(task, 3, "task_struct.mm")?;
+    let thread_at = byte_offset(task, 4, "task_struct.thread")?;
+    let start_stack = byte_offset(mm, 0, "mm_struct.start_stack")?;
+    let fsbase = byte_offset(thread, 0, "thread_struct.fsbase")?;
 
     let mut strings = Strings::default();
     let mut types = Vec::new();
@@ -177,12 +200,33 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     // [5] struct { int counter; }
     push_type(&mut types, 0, KIND_STRUCT, 1, 4);
     push_member(&mut types, strings.add("counter"), 1, 0);
-    // [6] struct task_struct { pid_t pid; pid_t tgid; struct signal_struct *signal; }
+    // [6] struct task_struct { pid_t pid; pid_t tgid; struct signal_struct *signal;
+    //     struct mm_struct *mm; struct thread_struct thread; }
     let name = strings.add("task_struct");
-    push_type(&mut types, name, KIND_STRUCT, 3, task.size);
+    push_type(&mut types, name, KIND_STRUCT, 5, task.size);
     push_member(&mut types, strings.add("pid"), 1, pid);
     push_member(&mut types, strings.add("tgid"), 1, tgid);
     push_member(&mut types, strings.add("signal"), 3, signal_ptr);
+    push_member(&mut types, strings.add("mm"), 10, mm_ptr);
+    push_member(&mut types, strings.add("thread"), 11, thread_at);
+    // [7] unsigned long
+    push_type(&mut types, strings.add("long unsigned int"), KIND_INT, 0, 8);
+    types.extend_from_slice(&64u32.to_ne_bytes()); // unsigned, 64 bits
+    // [8] struct vm_area_struct { unsigned long vm_start, vm_end; }, flattened
+    let name = strings.add("vm_area_struct");
+    push_type(&mut types, name, KIND_STRUCT, 2, vma.size);
+    push_member(&mut types, strings.add("vm_start"), 7, vm_start);
+    push_member(&mut types, strings.add("vm_end"), 7, vm_end);
+    // [9] struct mm_struct { unsigned long start_stack; }, flattened
+    let name = strings.add("mm_struct");
+    push_type(&mut types, name, KIND_STRUCT, 1, mm.size);
+    push_member(&mut types, strings.add("start_stack"), 7, start_stack);
+    // [10] struct mm_struct *
+    push_type(&mut types, 0, KIND_PTR, 0, 9);
+    // [11] struct thread_struct { unsigned long fsbase; }
+    let name = strings.add("thread_struct");
+    push_type(&mut types, name, KIND_STRUCT, 1, thread.size);
+    push_member(&mut types, strings.add("fsbase"), 7, fsbase);
 
     let type_len = u32::try_from(types.len()).map_err(|_| SubsetError::Malformed("size"))?;
     let str_len = u32::try_from(strings.0.len()).map_err(|_| SubsetError::Malformed("size"))?;
@@ -230,10 +274,22 @@ fn push_member(out: &mut Vec<u8>, name: u32, type_id: u32, bit_offset: u32) {
     out.extend_from_slice(&bit_offset.to_ne_bytes());
 }
 
-/// One pass over raw (native-endian) BTF: the size and member offsets of each struct in
-/// [`FIELDS`], in that order. The string section (~2.5 MB) is read whole, so that a
-/// struct's name is one comparison away; the type section is read a block at a time and
-/// every type but the structs wanted is skipped.
+/// An anonymous struct or union member of a wanted struct whose members are still to be
+/// searched for the struct's missing fields.
+#[derive(Debug, Clone, Copy)]
+struct Anonymous {
+    type_id: u32,
+    /// The wanted struct it belongs to (index into [`FIELDS`]).
+    slot: usize,
+    /// Its bit offset within that struct.
+    bit_offset: u32,
+}
+
+/// The size and member offsets of each struct in [`FIELDS`], in that order, from raw
+/// (native-endian) BTF. The string section (~2.5 MB) is read whole, so that a struct's
+/// name is one comparison away; the type section is read a block at a time and every
+/// type but the structs wanted (and the anonymous members they hold) is skipped. One
+/// pass, unless a wanted field is in an anonymous member defined before its parent.
 fn find_fields<R: Read + Seek>(src: &mut R) -> Result<Vec<Found>, SubsetError> {
     let mut head = [0u8; HEADER_LEN];
     src.read_exact(&mut head)
@@ -260,56 +316,94 @@ fn find_fields<R: Read + Seek>(src: &mut R) -> Result<Vec<Found>, SubsetError> {
             .is_some_and(|rest| rest.first() == Some(&0))
     };
 
-    src.seek(SeekFrom::Start(hdr_len + type_off))?;
-    let mut types = Blocks::new(src, type_len);
     let mut found: Vec<Option<Found>> = vec![None; FIELDS.len()];
-    while types.left() > 0 {
-        let t = types.take(12)?;
-        let (name, info, size) = (word(t, 0), word(t, 4), word(t, 8));
-        let kind = (info >> 24) & 0x1f;
-        let vlen = info & 0xffff;
-        let kind_flag = info >> 31 != 0;
-        let extra = match kind {
-            KIND_INT | KIND_VAR | KIND_DECL_TAG => 4,
-            KIND_ARRAY => 12,
-            KIND_STRUCT | KIND_UNION | KIND_DATASEC | KIND_ENUM64 => 12 * vlen as usize,
-            KIND_ENUM | KIND_FUNC_PROTO => 8 * vlen as usize,
-            // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG.
-            2 | 7..=12 | 16 | 18 => 0,
-            _ => return Err(SubsetError::Malformed("unknown type kind")),
-        };
-        let slot = (kind == KIND_STRUCT && vlen > 0)
-            .then(|| {
+    // Anonymous members to search, and those seen (by id) before they were wanted.
+    let mut pending: Vec<Anonymous> = Vec::new();
+    for pass in 0..MAX_PASSES {
+        src.seek(SeekFrom::Start(hdr_len + type_off))?;
+        let mut types = Blocks::new(src, type_len);
+        let mut id = 0u32;
+        while types.left() > 0 {
+            id += 1;
+            let t = types.take(12)?;
+            let (name, info, size) = (word(t, 0), word(t, 4), word(t, 8));
+            let kind = (info >> 24) & 0x1f;
+            let vlen = info & 0xffff;
+            let kind_flag = info >> 31 != 0;
+            let extra = match kind {
+                KIND_INT | KIND_VAR | KIND_DECL_TAG => 4,
+                KIND_ARRAY => 12,
+                KIND_STRUCT | KIND_UNION | KIND_DATASEC | KIND_ENUM64 => 12 * vlen as usize,
+                KIND_ENUM | KIND_FUNC_PROTO => 8 * vlen as usize,
+                // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG.
+                2 | 7..=12 | 16 | 18 => 0,
+                _ => return Err(SubsetError::Malformed("unknown type kind")),
+            };
+            let composite = (kind == KIND_STRUCT || kind == KIND_UNION) && vlen > 0;
+            // A wanted struct by name (first pass only), or an anonymous member of one.
+            let target = if !composite {
+                None
+            } else if let Some(at) = pending.iter().position(|a| a.type_id == id) {
+                let a = pending.swap_remove(at);
+                Some((a.slot, a.bit_offset))
+            } else if pass == 0 && kind == KIND_STRUCT {
                 found
                     .iter()
                     .zip(FIELDS)
                     .position(|(slot, (s, _))| slot.is_none() && name_is(name, s))
-            })
-            .flatten();
-        let Some(slot) = slot else {
-            types.skip(extra)?;
-            continue;
-        };
-        let fields = FIELDS[slot].1;
-        let mut wanted = vec![None; fields.len()];
-        for m in types.take(extra)?.chunks_exact(12) {
-            let (m_name, m_off) = (word(m, 0), word(m, 8));
-            if let Some(i) = fields.iter().position(|f| name_is(m_name, f)) {
+                    .map(|slot| (slot, 0))
+            } else {
+                None
+            };
+            let Some((slot, base)) = target else {
+                types.skip(extra)?;
+                continue;
+            };
+            let fields = FIELDS[slot].1;
+            let entry = found[slot].get_or_insert_with(|| Found {
+                size,
+                members: vec![None; fields.len()],
+            });
+            let mut anonymous = Vec::new();
+            for m in types.take(extra)?.chunks_exact(12) {
+                let (m_name, m_type, m_off) = (word(m, 0), word(m, 4), word(m, 8));
                 // With kind_flag the top 8 bits are a bitfield size.
-                wanted[i] = Some(Member {
-                    bit_offset: if kind_flag {
-                        m_off & 0x00ff_ffff
-                    } else {
-                        m_off
-                    },
-                    bitfield: kind_flag && m_off >> 24 != 0,
-                });
+                let (bit_offset, bitfield) = if kind_flag {
+                    (m_off & 0x00ff_ffff, m_off >> 24 != 0)
+                } else {
+                    (m_off, false)
+                };
+                let bit_offset = base
+                    .checked_add(bit_offset)
+                    .ok_or(SubsetError::Malformed("member offset"))?;
+                if m_name == 0 {
+                    anonymous.push(Anonymous {
+                        type_id: m_type,
+                        slot,
+                        bit_offset,
+                    });
+                } else if let Some(i) = fields.iter().position(|f| name_is(m_name, f)) {
+                    entry.members[i].get_or_insert(Member {
+                        bit_offset,
+                        bitfield,
+                    });
+                }
+            }
+            // Only a struct still missing fields has its anonymous members searched
+            // (task_struct has a dozen, none needed).
+            if entry.members.iter().any(Option::is_none) {
+                pending.extend(anonymous);
             }
         }
-        found[slot] = Some(Found {
-            size,
-            members: wanted,
+        // Whatever is still pending was defined before it was wanted (or does not
+        // exist): another pass finds it.
+        let complete = found.iter().all(|f| {
+            f.as_ref()
+                .is_some_and(|f| f.members.iter().all(Option::is_some))
         });
+        if complete || pending.is_empty() {
+            break;
+        }
     }
     found
         .into_iter()
@@ -452,14 +546,56 @@ mod tests {
         push_member(&mut types, strings.add("sigcnt"), 1, 0);
         push_member(&mut types, strings.add("live"), 1, 32);
         let flag = if kind_flag { 1u32 << 31 } else { 0 };
-        let vlen = task_members.len() as u32;
+        // Every task_struct here also has mm and thread (the tests vary the others).
+        let vlen = task_members.len() as u32 + 2;
         let name = strings.add("task_struct");
         types.extend_from_slice(&name.to_ne_bytes());
         types.extend_from_slice(&((KIND_STRUCT << 24) | flag | vlen).to_ne_bytes());
         types.extend_from_slice(&9000u32.to_ne_bytes());
-        for &(m, off) in task_members {
+        for &(m, off) in task_members
+            .iter()
+            .chain(&[("mm", 1136 * 8), ("thread", 3088 * 8)])
+        {
             push_member(&mut types, strings.add(m), 1, off);
         }
+        // [6] vm_area_struct as 6.12+ has it: vm_end in a struct in a union, both
+        // anonymous and defined after it ([7], [8]), behind an anonymous member
+        // that holds nothing wanted ([9]).
+        push_type(
+            &mut types,
+            strings.add("vm_area_struct"),
+            KIND_STRUCT,
+            3,
+            192,
+        );
+        push_member(&mut types, 0, 9, 0);
+        push_member(&mut types, 0, 7, 128);
+        push_member(&mut types, strings.add("vm_mm"), 1, 384);
+        push_type(&mut types, 0, KIND_UNION, 2, 16);
+        push_member(&mut types, 0, 8, 0);
+        push_member(&mut types, strings.add("vm_freeptr"), 1, 0);
+        push_type(&mut types, 0, KIND_STRUCT, 2, 16);
+        push_member(&mut types, strings.add("vm_start"), 1, 0);
+        push_member(&mut types, strings.add("vm_end"), 1, 64);
+        push_type(&mut types, 0, KIND_STRUCT, 1, 16);
+        push_member(&mut types, strings.add("vm_flags"), 1, 0);
+        // [10] mm_struct with start_stack in an anonymous struct defined before it, [11].
+        push_type(&mut types, 0, KIND_STRUCT, 2, 1400);
+        push_member(&mut types, strings.add("mmap_base"), 1, 0);
+        push_member(&mut types, strings.add("start_stack"), 1, 3840);
+        push_type(&mut types, strings.add("mm_struct"), KIND_STRUCT, 2, 1472);
+        push_member(&mut types, 0, 10, 0);
+        push_member(&mut types, strings.add("cpu_bitmap"), 1, 11776);
+        // [12] thread_struct
+        push_type(
+            &mut types,
+            strings.add("thread_struct"),
+            KIND_STRUCT,
+            2,
+            152,
+        );
+        push_member(&mut types, strings.add("sp"), 1, 256);
+        push_member(&mut types, strings.add("fsbase"), 1, 320);
         let mut blob = Vec::new();
         blob.extend_from_slice(&MAGIC.to_ne_bytes());
         blob.extend_from_slice(&[1, 0]);
@@ -489,14 +625,104 @@ mod tests {
         assert_eq!(found[0].size, 9000);
         assert_eq!(
             offsets(&found[0]),
-            vec![Some(2432 * 8), Some(2436 * 8), Some(3000 * 8)]
+            vec![
+                Some(2432 * 8),
+                Some(2436 * 8),
+                Some(3000 * 8),
+                Some(1136 * 8),
+                Some(3088 * 8)
+            ]
         );
         assert_eq!((found[1].size, offsets(&found[1])), (1024, vec![Some(32)]));
+        // 128 (the union) + 0 (the struct in it) + 0 and 64.
+        assert_eq!(
+            (found[2].size, offsets(&found[2])),
+            (192, vec![Some(128), Some(192)])
+        );
+        assert_eq!(
+            (found[3].size, offsets(&found[3])),
+            (1472, vec![Some(3840)])
+        );
+        assert_eq!((found[4].size, offsets(&found[4])), (152, vec![Some(320)]));
         // The subset is BTF with the same structs: read back, it gives the same answers,
         // and the loader's parser takes it.
         let blob = sub(&raw).expect("subset");
         assert_eq!(fields(&blob).expect("found again"), found);
         Btf::parse(&blob, Endianness::default()).expect("parses");
+    }
+
+    /// BTF whose vm_area_struct has vm_end nested `depth` anonymous structs and unions
+    /// deep, every one defined before its parent: the worst order for a single pass.
+    fn nested_before(depth: u32) -> Vec<u8> {
+        let mut strings = Strings::default();
+        let mut types = Vec::new();
+        push_type(&mut types, strings.add("long"), KIND_INT, 0, 8);
+        types.extend_from_slice(&64u32.to_ne_bytes());
+        // [2] the innermost: { long vm_start @ 0, vm_end @ 64 }
+        push_type(&mut types, 0, KIND_STRUCT, 2, 16);
+        push_member(&mut types, strings.add("vm_start"), 1, 0);
+        push_member(&mut types, strings.add("vm_end"), 1, 64);
+        // [3..=depth + 1]: each wraps the one before at bit offset 8.
+        for level in 1..depth {
+            push_type(&mut types, 0, KIND_UNION, 1, 16);
+            push_member(&mut types, 0, 1 + level, 8);
+        }
+        push_type(
+            &mut types,
+            strings.add("vm_area_struct"),
+            KIND_STRUCT,
+            1,
+            200,
+        );
+        push_member(&mut types, 0, depth + 1, 32);
+        push_type(&mut types, strings.add("signal_struct"), KIND_STRUCT, 1, 64);
+        push_member(&mut types, strings.add("live"), 1, 0);
+        push_type(&mut types, strings.add("task_struct"), KIND_STRUCT, 5, 256);
+        for (m, off) in [
+            ("pid", 64),
+            ("tgid", 96),
+            ("signal", 128),
+            ("mm", 192),
+            ("thread", 256),
+        ] {
+            push_member(&mut types, strings.add(m), 1, off);
+        }
+        push_type(&mut types, strings.add("mm_struct"), KIND_STRUCT, 1, 64);
+        push_member(&mut types, strings.add("start_stack"), 1, 0);
+        push_type(&mut types, strings.add("thread_struct"), KIND_STRUCT, 1, 64);
+        push_member(&mut types, strings.add("fsbase"), 1, 0);
+        let mut blob = Vec::new();
+        blob.extend_from_slice(&MAGIC.to_ne_bytes());
+        blob.extend_from_slice(&[1, 0]);
+        for v in [24, 0, types.len(), types.len(), strings.0.len()] {
+            blob.extend_from_slice(&(v as u32).to_ne_bytes());
+        }
+        blob.extend_from_slice(&types);
+        blob.extend_from_slice(&strings.0);
+        blob
+    }
+
+    #[test]
+    fn fields_in_anonymous_members_defined_first_take_more_passes() {
+        // Each level defined before its parent costs one more pass.
+        for depth in 1..MAX_PASSES as u32 {
+            let found = fields(&nested_before(depth)).expect("found");
+            let offsets: Vec<_> = found[2]
+                .members
+                .iter()
+                .map(|m| m.map(|m| m.bit_offset))
+                .collect();
+            let base = 32 + 8 * (depth - 1);
+            assert_eq!(offsets, vec![Some(base), Some(base + 64)], "depth {depth}");
+            assert_eq!(found[2].size, 200);
+            sub(&nested_before(depth)).expect("subset");
+        }
+        // Past the pass limit: missing, not a hang.
+        let deep = fields(&nested_before(MAX_PASSES as u32 + 1));
+        assert!(matches!(deep, Ok(f) if f[2].members.iter().all(Option::is_none)));
+        assert!(
+            matches!(sub(&nested_before(MAX_PASSES as u32 + 1)), Err(SubsetError::Missing(m)) if m.contains("vm_start"))
+        );
     }
 
     #[test]

@@ -29,6 +29,19 @@ pub enum BpfError {
         needs: &'static str,
     },
 
+    /// The kernel lacks a helper the stack-copying sampler calls (it needs 5.17); the
+    /// frame-pointer sampler still works.
+    #[error(
+        "kernel {kernel} cannot copy user stacks in BPF (needs ≥5.17 for bpf_find_vma; \
+         verifier: {reason}): use --call-graph fp"
+    )]
+    StackCopyUnsupported {
+        /// Release of the running kernel, e.g. `5.15`.
+        kernel: String,
+        /// The verifier's line naming the missing helper.
+        reason: String,
+    },
+
     /// A [`SamplerOptions`](super::SamplerOptions) value the kernel would reject.
     #[error("invalid sampler option: {0}")]
     InvalidOptions(String),
@@ -69,8 +82,8 @@ pub enum BpfError {
         reason: String,
     },
 
-    /// The list of online CPUs could not be read.
-    #[error("cannot read the online CPUs from {path}: {source}")]
+    /// The list of online (or possible) CPUs could not be read.
+    #[error("cannot read the CPUs from {path}: {source}")]
     OnlineCpus {
         /// File that failed.
         path: &'static str,
@@ -155,6 +168,15 @@ mod tests {
             e.to_string(),
             "kernel 5.4 lacks BPF ring buffer (needs ≥5.8)"
         );
+
+        let e = BpfError::StackCopyUnsupported {
+            kernel: "5.15".into(),
+            reason: "unknown func bpf_find_vma#180".into(),
+        };
+        let text = e.to_string();
+        assert!(!text.contains('\n'));
+        assert!(text.contains("kernel 5.15") && text.contains("bpf_find_vma#180"));
+        assert!(text.ends_with("use --call-graph fp"), "{text}");
     }
 
     #[test]

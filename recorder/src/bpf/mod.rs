@@ -9,5 +9,5 @@ mod sampler;
 
 pub use error::BpfError;
 pub use ksym::BpfKernelSymbols;
-pub use raw::{RawError, RawEvent, RawSample, parse_event};
+pub use raw::{RawError, RawEvent, RawSample, StackEnd, UserRegs, parse_event};
 pub use sampler::{BpfSampler, EventSource, SamplerOptions, ring_bytes_for};

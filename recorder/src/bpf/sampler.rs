@@ -16,12 +16,20 @@ use super::btf_subset;
 use super::caps;
 use super::error::{BpfError, chain, kernel_release};
 use super::ksym::BpfKernelSymbols;
-use super::raw::{HEADER_SIZE, RawEvent, parse_event};
+use super::raw::{
+    HEADER_SIZE, MAX_KERNEL_FRAMES, MAX_STACK, MAX_USER_FRAMES, RawEvent, USER_REGS_SIZE,
+    parse_event,
+};
 
 /// Built by `tools/build-bpf`; committed so that building the recorder needs no clang.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../ebpf/hotspot.bpf.o");
 
-const SAMPLE_PROGRAM: &str = "hs_sample";
+/// The frame-pointer-only sampler: `stack_cap == 0`, and every kernel from 5.8.
+const FP_SAMPLE_PROGRAM: &str = "hs_sample";
+/// The sampler that also copies user registers and stack (helpers from 5.17).
+const STACK_SAMPLE_PROGRAM: &str = "hs_sample_stack";
+/// Its per-CPU scratch, sized by the loader.
+const STACK_SCRATCH_MAP: &str = "stack_scratch";
 /// Names kernel addresses; run on demand, never attached (see [`BpfKernelSymbols`]).
 const KSYM_PROGRAM: &str = "hs_ksym";
 /// (program, kernel tracepoint) pairs, all raw tracepoints.
@@ -49,8 +57,14 @@ pub struct SamplerOptions {
     pub follow_children: bool,
     /// The recorder's own tgid, never sampled.
     pub self_tgid: u32,
-    /// Ring-buffer size in bytes: a power of two and a multiple of the page size.
+    /// Ring-buffer size in bytes: a power of two and a multiple of the page size, and
+    /// room for the largest record `stack_cap` allows.
     pub ring_bytes: u32,
+    /// Most bytes of user stack each sample copies, from the stack pointer to the top of
+    /// its frames, for the recorder to unwind (at most 65536). 0 is frame-pointer mode:
+    /// no registers, no copy, only the kernel's frame-pointer walk (the program every
+    /// kernel from 5.8 runs; the copying one needs 5.17).
+    pub stack_cap: u32,
 }
 
 impl Default for SamplerOptions {
@@ -62,17 +76,45 @@ impl Default for SamplerOptions {
             follow_children: false,
             self_tgid: std::process::id(),
             ring_bytes: 8 << 20,
+            stack_cap: MAX_STACK as u32,
         }
     }
 }
 
-/// A ring big enough for an eighth of a second of samples from every CPU (at a generous
-/// 512 bytes each), between 1 MiB and 64 MiB. The program wakes the reader when a
-/// quarter is full and the reader drains at least every 100 ms, so this leaves ample
-/// headroom, while the recorder's memory (the ring's pages are mapped twice) stays small.
-pub fn ring_bytes_for(freq_hz: u64, cpus: u64) -> u32 {
-    let want = freq_hz.saturating_mul(cpus).saturating_mul(512) / 8;
-    let bytes = want.clamp(1 << 20, 64 << 20).next_power_of_two();
+/// Bytes of a sample record beside its stack copy: header, registers and frames, at the
+/// 64 frames of a typical walk.
+const TYPICAL_FRAME_BYTES: u64 = (HEADER_SIZE + USER_REGS_SIZE + 64 * 8) as u64;
+
+/// Stack bytes a typical sample copies when the cap allows: the live stack, from the
+/// stack pointer to the top of its frames, measured at 1.8 KB on average on Debian's
+/// python3 and 2.1 KB on a threaded C program, with room to spare. Deeper programs
+/// (rustc: 18 KB median) fill the ring faster; the reader is woken at a quarter full
+/// either way.
+const TYPICAL_STACK_BYTES: u64 = 4 << 10;
+
+/// The largest record the BPF program writes with `stack_cap`: every frame and a full
+/// copy.
+pub fn max_record_bytes(stack_cap: u32) -> u32 {
+    ((HEADER_SIZE + USER_REGS_SIZE + (MAX_USER_FRAMES + MAX_KERNEL_FRAMES) * 8) as u32)
+        .saturating_add(stack_cap)
+}
+
+/// A ring big enough for an eighth of a second of samples from every CPU, at the
+/// expected bytes per sample: the header, registers and frames (592 bytes) plus the
+/// stack copy, `stack_cap` or the 4 KiB a typical stack needs, whichever is less (a
+/// copy ends at the top of the stack's frames, so ring space follows the real stack,
+/// not the cap). Between 1 MiB and 64 MiB, and never less than four of the largest records.
+///
+/// The program wakes the reader when a quarter is full and the reader drains at least
+/// every 100 ms, so this leaves ample headroom. The ring's pages count toward the
+/// recorder's RSS once the kernel has written them, which is why it is not sized for
+/// the worst case: python3 at 499 Hz on 2 CPUs gets the 1 MiB floor, as in
+/// frame-pointer mode; 4999 Hz on 2 CPUs gets 8 MiB.
+pub fn ring_bytes_for(freq_hz: u64, cpus: u64, stack_cap: u32) -> u32 {
+    let per_sample = TYPICAL_FRAME_BYTES + u64::from(stack_cap).min(TYPICAL_STACK_BYTES);
+    let want = freq_hz.saturating_mul(cpus).saturating_mul(per_sample) / 8;
+    let floor = (4 * u64::from(max_record_bytes(stack_cap))).max(1 << 20);
+    let bytes = want.clamp(floor, 64 << 20).next_power_of_two();
     u32::try_from(bytes).unwrap_or(64 << 20)
 }
 
@@ -112,6 +154,8 @@ pub struct BpfSampler {
     /// The perf_event links, one per CPU, while sampling.
     cpu_links: Vec<PerfEventLinkId>,
     malformed: u64,
+    /// Which sampling program is loaded: [`FP_SAMPLE_PROGRAM`] or [`STACK_SAMPLE_PROGRAM`].
+    sample_program: &'static str,
 }
 
 impl std::fmt::Debug for BpfSampler {
@@ -120,6 +164,7 @@ impl std::fmt::Debug for BpfSampler {
             .field("freq_hz", &self.freq_hz)
             .field("started", &self.started)
             .field("malformed", &self.malformed)
+            .field("sample_program", &self.sample_program)
             .finish_non_exhaustive()
     }
 }
@@ -144,6 +189,15 @@ impl BpfSampler {
 
         let all_processes = u8::from(opts.all_processes);
         let follow_children = u8::from(opts.follow_children);
+        // The copy's scratch is indexed by CPU number; without the copy one slot is
+        // enough (its 72 KiB per CPU are kernel memory).
+        let stack_scratch_entries = if opts.stack_cap == 0 {
+            1
+        } else {
+            let cpus = aya::util::nr_cpus()
+                .map_err(|(path, source)| BpfError::OnlineCpus { path, source })?;
+            u32::try_from(cpus).unwrap_or(u32::MAX)
+        };
         // Relocated against the few kernel types the programs read (see btf_subset),
         // not the whole kernel BTF: parsing that took ~30 ms of CPU and ~18 MB. Should
         // the subset fail, the loader parses the kernel's BTF itself, as it does by
@@ -153,7 +207,9 @@ impl BpfSampler {
             all_processes: &all_processes,
             follow_children: &follow_children,
             self_tgid: &opts.self_tgid,
+            stack_cap: &opts.stack_cap,
             ring_bytes: opts.ring_bytes,
+            stack_scratch_entries,
         };
         let subset = btf_subset::read(kernel_btf).ok();
         let loaded = match &subset {
@@ -173,10 +229,22 @@ impl BpfSampler {
             Err(e) => return Err(load_error(e)),
         };
 
-        load_perf_program(&mut ebpf)?;
-        for (program, _) in TASK_PROGRAMS {
-            load_tracepoint_program(&mut ebpf, program)?;
+        let sample_program = if opts.stack_cap == 0 {
+            FP_SAMPLE_PROGRAM
+        } else {
+            STACK_SAMPLE_PROGRAM
+        };
+        // aya does not fail the object's load on a CO-RE field it cannot find: it
+        // poisons the instruction, and the verifier then refuses the program. A subset
+        // that lacks a field the programs read is such a case: parse the whole BTF.
+        let mut loaded = load_programs(&mut ebpf, sample_program);
+        let mut btf_subset = btf_subset;
+        if btf_subset && matches!(&loaded, Err(f) if f.poisoned_relocation()) {
+            ebpf = load_object(&mut EbpfLoader::new(), &globals).map_err(load_error)?;
+            btf_subset = false;
+            loaded = load_programs(&mut ebpf, sample_program);
         }
+        loaded.map_err(LoadFailure::into_error)?;
         // Optional: without it (bpf_snprintf needs 5.13) kernel frames are named from
         // /proc/kallsyms instead.
         let kernel_symbols = load_kernel_symbols(&mut ebpf);
@@ -202,6 +270,7 @@ impl BpfSampler {
             btf_subset,
             cpu_links: Vec::new(),
             malformed: 0,
+            sample_program,
         })
     }
 
@@ -223,7 +292,7 @@ impl BpfSampler {
                     let _ = prog.detach(link);
                 }
             }
-            if let Ok(prog) = perf_program(&mut self.ebpf) {
+            if let Ok(prog) = perf_program(&mut self.ebpf, self.sample_program) {
                 for link in cpu_links.drain(..) {
                     let _ = prog.detach(link);
                 }
@@ -255,7 +324,7 @@ impl BpfSampler {
         let cpus = aya::util::online_cpus()
             .map_err(|(path, source)| BpfError::OnlineCpus { path, source })?;
         let freq_hz = self.freq_hz;
-        let prog = perf_program(&mut self.ebpf)?;
+        let prog = perf_program(&mut self.ebpf, self.sample_program)?;
         for cpu in cpus {
             let link = prog
                 .attach(
@@ -298,6 +367,43 @@ impl BpfSampler {
     /// fast start) rather than the whole kernel BTF (the fallback).
     pub fn relocated_with_btf_subset(&self) -> bool {
         self.btf_subset
+    }
+
+    /// Whether samples carry user registers and a stack copy (`stack_cap > 0`) rather
+    /// than only the kernel's frame-pointer walk.
+    pub fn copies_stacks(&self) -> bool {
+        self.sample_program == STACK_SAMPLE_PROGRAM
+    }
+
+    /// The kernel's id of the loaded sampling program (for `bpftool prog show id`).
+    pub fn sample_program_id(&mut self) -> Result<u32, BpfError> {
+        Ok(self.sample_program_info()?.id())
+    }
+
+    /// The sampling program's total run time and number of runs (every tick on every
+    /// CPU, traced or not) while the kernel kept statistics: they count only while
+    /// `kernel.bpf_stats_enabled` is 1 or a `BPF_ENABLE_STATS` descriptor is open.
+    pub fn sample_program_run_time(&mut self) -> Result<(Duration, u64), BpfError> {
+        let info = self.sample_program_info()?;
+        Ok((info.run_time(), info.run_count()))
+    }
+
+    /// How many instructions the kernel's verifier processed to accept the sampling
+    /// program: the main cost of loading it (~0.4 µs each here), which grows with the
+    /// paths it walks, not with the program's size. `None` before 5.16, which does not
+    /// report it.
+    pub fn sample_program_verified_insns(&mut self) -> Result<Option<u32>, BpfError> {
+        Ok(self.sample_program_info()?.verified_instruction_count())
+    }
+
+    fn sample_program_info(&mut self) -> Result<aya::programs::ProgramInfo, BpfError> {
+        let program = self.sample_program;
+        perf_program(&mut self.ebpf, program)?
+            .info()
+            .map_err(|e| BpfError::ProgramLoad {
+                program,
+                reason: chain(&e),
+            })
     }
 
     /// Ring-buffer records that did not decode (a BPF object out of step with `raw.rs`).
@@ -380,7 +486,7 @@ impl EventSource for BpfSampler {
         if links.is_empty() {
             return Ok(());
         }
-        let prog = perf_program(&mut self.ebpf)?;
+        let prog = perf_program(&mut self.ebpf, self.sample_program)?;
         for link in links {
             prog.detach(link)
                 .map_err(|e| BpfError::Detach { reason: chain(&e) })?;
@@ -394,7 +500,9 @@ struct Globals<'a> {
     all_processes: &'a u8,
     follow_children: &'a u8,
     self_tgid: &'a u32,
+    stack_cap: &'a u32,
     ring_bytes: u32,
+    stack_scratch_entries: u32,
 }
 
 fn load_object<'a>(loader: &mut EbpfLoader<'a>, g: &Globals<'a>) -> Result<Ebpf, EbpfError> {
@@ -402,7 +510,9 @@ fn load_object<'a>(loader: &mut EbpfLoader<'a>, g: &Globals<'a>) -> Result<Ebpf,
         .override_global("all_processes", g.all_processes, true)
         .override_global("follow_children", g.follow_children, true)
         .override_global("self_tgid", g.self_tgid, true)
+        .override_global("stack_cap", g.stack_cap, true)
         .map_max_entries("events", g.ring_bytes)
+        .map_max_entries(STACK_SCRATCH_MAP, g.stack_scratch_entries)
         .load(OBJECT)
 }
 
@@ -420,6 +530,21 @@ fn validate(opts: &SamplerOptions) -> Result<(), BpfError> {
         return Err(BpfError::InvalidOptions(
             "freq_hz must be at least 1".to_owned(),
         ));
+    }
+    if opts.stack_cap as usize > MAX_STACK {
+        return Err(BpfError::InvalidOptions(format!(
+            "stack_cap {} is above the {MAX_STACK} bytes the BPF program can copy",
+            opts.stack_cap
+        )));
+    }
+    // A ring that cannot hold the largest record would drop every deep sample. The
+    // kernel adds an 8-byte header to each record.
+    let largest = max_record_bytes(opts.stack_cap) + 8;
+    if opts.ring_bytes < largest {
+        return Err(BpfError::InvalidOptions(format!(
+            "ring_bytes {} cannot hold a {largest}-byte sample (stack_cap {}): use a larger ring or a smaller cap",
+            opts.ring_bytes, opts.stack_cap
+        )));
     }
     Ok(())
 }
@@ -495,12 +620,25 @@ fn program_error(
     }
 }
 
-fn perf_program(ebpf: &mut Ebpf) -> Result<&mut PerfEvent, BpfError> {
-    ebpf.program_mut(SAMPLE_PROGRAM)
-        .ok_or_else(|| missing_program(SAMPLE_PROGRAM))?
+/// The verifier's line saying a helper is unknown, if that is why it refused (and not
+/// the loader's poison, which is a CO-RE relocation that failed).
+fn missing_helper(log: &str) -> Option<&str> {
+    log.lines()
+        .find(|l| {
+            (l.contains("unknown func") || l.contains("invalid func")) && !l.contains(POISON_HELPER)
+        })
+        .map(str::trim)
+}
+
+fn perf_program<'a>(
+    ebpf: &'a mut Ebpf,
+    program: &'static str,
+) -> Result<&'a mut PerfEvent, BpfError> {
+    ebpf.program_mut(program)
+        .ok_or_else(|| missing_program(program))?
         .try_into()
         .map_err(|e| BpfError::ProgramLoad {
-            program: SAMPLE_PROGRAM,
+            program,
             reason: chain(&e),
         })
 }
@@ -518,16 +656,82 @@ fn tracepoint_program<'a>(
         })
 }
 
-fn load_perf_program(ebpf: &mut Ebpf) -> Result<(), BpfError> {
-    perf_program(ebpf)?
-        .load()
-        .map_err(|e| program_error(SAMPLE_PROGRAM, e, "perf_event BPF programs", "4.9"))
+/// Why [`load_programs`] failed.
+enum LoadFailure {
+    /// The kernel refused this program.
+    Refused(&'static str, ProgramError),
+    /// The program is not in the object, or not of its expected type.
+    Other(BpfError),
 }
 
-fn load_tracepoint_program(ebpf: &mut Ebpf, program: &'static str) -> Result<(), BpfError> {
-    tracepoint_program(ebpf, program)?
+impl LoadFailure {
+    /// The verifier refused a call to the loader's poison: a CO-RE relocation that
+    /// found no such field in the BTF the loader relocated against.
+    fn poisoned_relocation(&self) -> bool {
+        match self {
+            LoadFailure::Refused(_, ProgramError::LoadError { verifier_log, .. }) => {
+                poisoned_relocation(&verifier_log.to_string())
+            }
+            _ => false,
+        }
+    }
+
+    fn into_error(self) -> BpfError {
+        match self {
+            LoadFailure::Refused(STACK_SAMPLE_PROGRAM, e) => stack_program_error(e),
+            LoadFailure::Refused(FP_SAMPLE_PROGRAM, e) => {
+                program_error(FP_SAMPLE_PROGRAM, e, "perf_event BPF programs", "4.9")
+            }
+            LoadFailure::Refused(program, e) => {
+                program_error(program, e, "raw tracepoint BPF programs", "4.17")
+            }
+            LoadFailure::Other(e) => e,
+        }
+    }
+}
+
+/// Loads the sampling program and the fork/exec/exit programs into the kernel.
+fn load_programs(ebpf: &mut Ebpf, sample_program: &'static str) -> Result<(), LoadFailure> {
+    perf_program(ebpf, sample_program)
+        .map_err(LoadFailure::Other)?
         .load()
-        .map_err(|e| program_error(program, e, "raw tracepoint BPF programs", "4.17"))
+        .map_err(|e| LoadFailure::Refused(sample_program, e))?;
+    for (program, _) in TASK_PROGRAMS {
+        tracepoint_program(ebpf, program)
+            .map_err(LoadFailure::Other)?
+            .load()
+            .map_err(|e| LoadFailure::Refused(program, e))?;
+    }
+    Ok(())
+}
+
+/// aya (like libbpf) replaces an unresolvable CO-RE access with a call to helper
+/// 0xbad2310, which the verifier reports as an invalid function.
+const POISON_HELPER: &str = "#195896080";
+
+fn poisoned_relocation(log: &str) -> bool {
+    log.contains(POISON_HELPER)
+}
+
+/// The copying program needs helpers from 5.11–5.17 (`bpf_get_current_task_btf`,
+/// `bpf_task_pt_regs`, `bpf_find_vma`, `bpf_loop`); an older kernel's verifier names the
+/// first one it lacks "unknown func" (known id, not for this program type) or "invalid
+/// func" (id past the kernel's last). Those become an error that says what still works.
+fn stack_program_error(error: ProgramError) -> BpfError {
+    if let ProgramError::LoadError { verifier_log, .. } = &error
+        && let Some(line) = missing_helper(&verifier_log.to_string())
+    {
+        return BpfError::StackCopyUnsupported {
+            kernel: kernel_release(),
+            reason: line.to_owned(),
+        };
+    }
+    program_error(
+        STACK_SAMPLE_PROGRAM,
+        error,
+        "perf_event BPF programs",
+        "4.9",
+    )
 }
 
 /// Loads `hs_ksym` and takes its output map; `None` if the kernel refuses either.
@@ -642,5 +846,75 @@ mod tests {
         };
         assert!(validate(&no_freq).is_err());
         assert!(validate(&SamplerOptions::default()).is_ok());
+    }
+
+    #[test]
+    fn stack_cap_is_bounded_and_must_fit_the_ring() {
+        let over = SamplerOptions {
+            stack_cap: 65537,
+            ..SamplerOptions::default()
+        };
+        assert!(matches!(validate(&over), Err(BpfError::InvalidOptions(m)) if m.contains("65536")));
+        // A page of ring holds any frame-pointer record, not a 64 KiB stack.
+        let page_ring = |stack_cap| SamplerOptions {
+            ring_bytes: 4096,
+            stack_cap,
+            ..SamplerOptions::default()
+        };
+        assert!(validate(&page_ring(0)).is_ok());
+        assert!(validate(&page_ring(1024)).is_ok());
+        assert!(matches!(
+            validate(&page_ring(65536)),
+            Err(BpfError::InvalidOptions(m)) if m.contains("stack_cap 65536")
+        ));
+        assert_eq!(max_record_bytes(0), 48 + 32 + 254 * 8);
+        assert_eq!(max_record_bytes(65536), 48 + 32 + 254 * 8 + 65536);
+    }
+
+    #[test]
+    fn an_unknown_helper_is_told_apart_from_other_refusals() {
+        // 5.15's verdict on bpf_find_vma, and an id past an older kernel's last helper.
+        let log = "0: R1=ctx(off=0,imm=0) R10=fp0\n; task = bpf_get_current_task_btf();\n\
+                   12: (85) call bpf_find_vma#180\nunknown func bpf_find_vma#180\n\
+                   processed 12 insns (limit 1000000)\n";
+        assert_eq!(missing_helper(log), Some("unknown func bpf_find_vma#180"));
+        assert_eq!(
+            missing_helper("3: (85) call unknown#180\ninvalid func unknown#180\n"),
+            Some("invalid func unknown#180")
+        );
+        assert_eq!(
+            missing_helper(
+                "58: (79) r1 = *(u64 *)(r1 +0)\ndereference of modified ctx ptr R1 off=32 disallowed\n"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn ring_follows_the_expected_bytes_per_sample() {
+        // Frame-pointer mode and low rates: the 1 MiB floor.
+        assert_eq!(ring_bytes_for(499, 2, 0), 1 << 20);
+        // python3 at 499 Hz on 2 CPUs, default cap: ~4.7 KB a sample, 1/8 s: the floor.
+        assert_eq!(ring_bytes_for(499, 2, 65536), 1 << 20);
+        assert_eq!(ring_bytes_for(1999, 4, 65536), 8 << 20);
+        // The cap only matters below the typical stack.
+        assert_eq!(
+            ring_bytes_for(4999, 2, 65536),
+            ring_bytes_for(4999, 2, 4096)
+        );
+        assert!(ring_bytes_for(4999, 2, 1024) < ring_bytes_for(4999, 2, 4096));
+        assert_eq!(ring_bytes_for(4999, 2, 65536), 8 << 20);
+        // Many CPUs at a high rate: the 64 MiB ceiling.
+        assert_eq!(ring_bytes_for(4999, 256, 65536), 64 << 20);
+        for (freq, cpus, cap) in [(1, 1, 0), (1, 1, 65536), (u64::MAX, u64::MAX, 65536)] {
+            let ring = ring_bytes_for(freq, cpus, cap);
+            assert!(ring.is_power_of_two());
+            let opts = SamplerOptions {
+                ring_bytes: ring,
+                stack_cap: cap,
+                ..SamplerOptions::default()
+            };
+            assert!(validate(&opts).is_ok(), "{freq} Hz {cpus} CPUs cap {cap}");
+        }
     }
 }

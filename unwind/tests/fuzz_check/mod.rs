@@ -14,7 +14,8 @@
 //! | 25..32 | unused                                                       |
 //!
 //! The module is mapped at its own addresses (avma = svma below 2^40), anonymous
-//! executable memory lies at [`ANON`], the stack copy starts at [`STACK`] (= sp).
+//! executable memory lies at [`ANON`] and its code bytes are the debug file's bytes
+//! (repeated), the stack copy starts at [`STACK`] (= sp).
 
 #![allow(dead_code)]
 
@@ -27,9 +28,20 @@ pub const HEADER: usize = 32;
 pub const STACK: u64 = 0x7ffe_0000_0000;
 pub const ANON: u64 = 0x7f00_0000_0000;
 
-struct Space<'m>(&'m ModuleUnwind);
+struct Space<'m>(&'m ModuleUnwind, &'m [u8]);
 
 impl AddressSpace for Space<'_> {
+    fn read_code(&mut self, avma: u64, buf: &mut [u8]) -> usize {
+        let code = self.1;
+        if code.is_empty() || !(ANON..ANON + (1 << 20)).contains(&avma) {
+            return 0;
+        }
+        let at = ((avma - ANON) as usize) % code.len();
+        let n = buf.len().min(code.len() - at);
+        buf[..n].copy_from_slice(&code[at..at + n]);
+        n
+    }
+
     fn code_at(&mut self, avma: u64) -> CodeAt<'_> {
         if avma < 1 << 40 {
             CodeAt::Module {
@@ -94,7 +106,7 @@ pub fn outcome(input: &[u8]) -> Option<(usize, hotspot_unwind::End)> {
         bp: u64_at(input, 16),
     };
     let mut out = Vec::new();
-    let end = Unwinder::new().unwind(regs, &copy, &mut Space(&module), &mut out);
+    let end = Unwinder::new().unwind(regs, &copy, &mut Space(&module, debug), &mut out);
     Some((out.len(), end))
 }
 
@@ -137,11 +149,11 @@ pub fn check(input: &[u8]) {
     let regs = Regs { ip, sp: STACK, bp };
     let mut unwinder = Unwinder::new();
     let mut cold = Vec::new();
-    let first = unwinder.unwind(regs, &copy, &mut Space(&module), &mut cold);
+    let first = unwinder.unwind(regs, &copy, &mut Space(&module, debug), &mut cold);
     assert!(!cold.is_empty() && cold.len() <= MAX_FRAMES);
     assert_eq!((cold[0].addr, cold[0].exact), (ip, true));
     let mut warm = Vec::new();
-    let second = unwinder.unwind(regs, &copy, &mut Space(&module), &mut warm);
+    let second = unwinder.unwind(regs, &copy, &mut Space(&module, debug), &mut warm);
     assert_eq!(first, second);
     assert_eq!(cold, warm);
 
@@ -151,7 +163,7 @@ pub fn check(input: &[u8]) {
         .map(|w| u64_at(w, 0))
         .collect();
     let mut spliced = cold.clone();
-    splice_frame_pointers(&mut spliced, &chain);
+    splice_frame_pointers(&mut spliced, &chain, &copy, regs.bp, &mut Space(&module, debug));
     assert!(spliced.len() <= MAX_FRAMES);
     assert_eq!(spliced[..cold.len()], cold[..]);
 }
