@@ -130,6 +130,20 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
         encode(&bare, &debug, 0x1010, 0, 0, &stack),
     ));
 
+    // a return into anonymous code without a frame pointer that ends in a plain epilogue
+    // (CPython 3.12's perf trampolines: add $8,%rsp; ret), its bytes the debug file's
+    let elf = craft::module(&[(0x1000, 0x100, vec![]), (0x1100, 0x100, vec![])], true);
+    let epilogue = [0x48, 0x83, 0xc4, 0x08, 0xc3];
+    // (the code repeats every 5 bytes: ANON + 15 is its start)
+    let stack: Vec<u8> = [fuzz_check::ANON + 15, 0x5a5a, 0x1150, 0]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    out.push((
+        "crafted-anon-epilogue".into(),
+        encode(&elf, &epilogue, 0x1010, 0, 0, &stack),
+    ));
+
     // real: the vDSO and the dumper binary (stripped of its DWARF: smaller), with the
     // stacks of their dumps
     for (name, d) in [

@@ -163,7 +163,13 @@ pub fn check(input: &[u8]) {
         .map(|w| u64_at(w, 0))
         .collect();
     let mut spliced = cold.clone();
-    splice_frame_pointers(&mut spliced, &chain, &copy, regs.bp, &mut Space(&module, debug));
+    splice_frame_pointers(
+        &mut spliced,
+        &chain,
+        &copy,
+        regs.bp,
+        &mut Space(&module, debug),
+    );
     assert!(spliced.len() <= MAX_FRAMES);
     assert_eq!(spliced[..cold.len()], cold[..]);
 }
