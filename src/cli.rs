@@ -113,8 +113,11 @@ pub struct RecordArgs {
     /// Testing: write a block this often instead of once a second.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, hide = true)]
     pub flush_interval: Option<Duration>,
-    /// Testing: the BPF ring buffer's size in bytes (a power of two, at least a page).
-    #[arg(long, value_name = "BYTES", hide = true)]
+    /// Size of the kernel's sample buffer in bytes (a power of two; default: sized for the
+    /// rate and a typical 2 KiB stack, 2 MiB on 2 CPUs). Programs with deep stacks at high
+    /// rates need more (rustc at 4999 Hz: 32 MiB to lose none); it costs up to twice
+    /// its size in memory.
+    #[arg(long, value_name = "BYTES")]
     pub ring_bytes: Option<u32>,
 }
 
