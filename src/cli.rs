@@ -101,6 +101,10 @@ pub struct RecordArgs {
     /// Do not follow processes forked by the targets.
     #[arg(long)]
     pub no_children: bool,
+    /// Leave the command from `-- CMD` running when the recording ends first (by
+    /// `--duration` or Ctrl-C); by default it is ended (SIGTERM, SIGKILL 2 s later).
+    #[arg(long)]
+    pub keep_running: bool,
     #[command(flatten)]
     pub unwind: UnwindArgs,
     /// Command to start and record, from its first instruction.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use hotspot_format::BlockEvent;
 use hotspot_recorder::bpf::{BpfSampler, EventSource, SamplerOptions};
-use hotspot_recorder::launch::GatedChild;
+use hotspot_recorder::launch::{Ending, GatedChild};
 use hotspot_recorder::recorder::process_exists;
 use hotspot_recorder::{Progress, RecordConfig, RecordError, Recorder, StopReason, Summary};
 
@@ -64,7 +64,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<()> {
         ring_bytes: args.ring_bytes,
         flush_every: args.flush_interval,
     };
-    let summary = record(target, &args.output, sampling, knobs)?;
+    let summary = record(target, &args.output, sampling, knobs, !args.keep_running)?;
     print_summary(&summary, &args.output);
     Ok(())
 }
@@ -105,6 +105,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
         &args.output,
         sampling,
         Knobs::default(),
+        true,
     )?;
     print_summary(&summary, &args.output);
     let capture = hotspot_replay::Capture::open(&args.output)?;
@@ -122,8 +123,8 @@ pub struct Run<'a> {
     /// Called once sampling runs and the capture file exists, with the pid of the
     /// command started (if any).
     pub started: &'a mut dyn FnMut(Option<u32>),
-    /// End a started command that still runs when the recording stops (live mode: the
-    /// user quit the view of a command hotspot started).
+    /// End a started command that still runs when the recording stops (`--duration`,
+    /// Ctrl-C, or the user quit the live view); false with `record --keep-running`.
     pub end_command: bool,
     /// Send a started command's stdout and stderr to this file and its stdin to
     /// /dev/null (live mode: the terminal belongs to the view).
@@ -136,6 +137,7 @@ fn record(
     output: &Path,
     sampling: Sampling,
     knobs: Knobs,
+    end_command: bool,
 ) -> anyhow::Result<Summary> {
     let run = Run {
         flush_every: knobs
@@ -144,7 +146,7 @@ fn record(
         progress: true,
         stop: &signals::STOP,
         started: &mut |_| {},
-        end_command: false,
+        end_command,
         command_output: None,
         knobs,
     };
@@ -294,10 +296,12 @@ pub fn record_with(
     let kernel_lost: u64 = sampler.lost_per_cpu()?.iter().sum();
     if let Some(log) = &mut flush_log {
         let tail = format!(
-            "bpf-lost {kernel_lost}\nbpf-lost-task-events {}\nmalformed {}\ncapture-lost {}\n",
+            "bpf-lost {kernel_lost}\nbpf-lost-task-events {}\nmalformed {}\ncapture-lost {}\nlost-mapping-events {}\nmalformed-mapping-events {}\n",
             sampler.lost_task_events()?,
             sampler.malformed_records(),
-            summary.progress.lost
+            summary.progress.lost,
+            summary.progress.lost_mappings,
+            sampler.mapping_events_malformed()
         );
         let _ = log.write_all(tail.as_bytes());
     }
@@ -307,27 +311,50 @@ pub fn record_with(
             summary.progress.lost
         );
     }
-    if let Some(c) = child.as_mut().filter(|_| run.end_command)
-        && c.try_wait().is_none()
-    {
-        // Not reaped yet, so the pid is still this child's.
-        // SAFETY: kill(2) on our own child's pid with a valid signal.
-        unsafe { libc::kill(c.pid() as libc::pid_t, libc::SIGTERM) };
-        c.wait();
-    }
     if let Some(c) = &mut child
         && c.try_wait().is_none()
-        && summary.reason != StopReason::TargetsExited
-        && run.progress
     {
-        // The recording ended first (duration or Ctrl-C): the command keeps running
-        // unprofiled, as with perf; say so rather than kill it.
+        if run.end_command {
+            end_command(c, summary.reason, run.progress);
+        } else if run.progress {
+            // --keep-running: the command goes on unprofiled; say so.
+            eprintln!(
+                "hotspot: the command (pid {}) is still running, no longer profiled (--keep-running)",
+                c.pid()
+            );
+        }
+    }
+    Ok(summary)
+}
+
+/// How long a command may take to exit by itself after a Ctrl-C (the terminal sent it
+/// the signal too), and then to exit on SIGTERM before it is killed.
+const SETTLE: Duration = Duration::from_millis(500);
+const GRACE: Duration = Duration::from_secs(2);
+
+/// Ends a command hotspot started that outlived the recording, as perf does (SIGTERM),
+/// then SIGKILL if it ignores that: a run bounded by `--duration` leaves nothing behind.
+fn end_command(c: &mut GatedChild, reason: StopReason, progress: bool) {
+    // After a Ctrl-C the command has the terminal's SIGINT: let it act on it first.
+    let settle = if reason == StopReason::Interrupted {
+        SETTLE
+    } else {
+        Duration::ZERO
+    };
+    let how = match c.end(settle, GRACE) {
+        Ending::Exited => return,
+        Ending::Terminated => "ended it (SIGTERM)".to_string(),
+        Ending::Killed => format!(
+            "ended it (SIGKILL: still running {:.0} s after SIGTERM)",
+            GRACE.as_secs_f64()
+        ),
+    };
+    if progress {
         eprintln!(
-            "hotspot: the command (pid {}) is still running, no longer profiled",
+            "hotspot: the command (pid {}) outlived the recording: {how}; --keep-running leaves it running",
             c.pid()
         );
     }
-    Ok(summary)
 }
 
 /// Opens the `--flush-log` file for appending (created 0600, like captures).
@@ -404,6 +431,12 @@ pub fn print_summary(s: &Summary, output: &Path) {
         human_bytes(size),
         output.display(),
     );
+    if s.progress.lost_mappings > 0 {
+        eprintln!(
+            "hotspot: warning: the kernel dropped {} mapping events (its ring was full): frames of the processes they were about may be unnamed",
+            s.progress.lost_mappings
+        );
+    }
     if s.kallsyms_missing {
         eprintln!(
             "hotspot: warning: /proc/kallsyms gave no addresses (kptr_restrict?): kernel frames are unnamed"

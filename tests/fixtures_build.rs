@@ -74,6 +74,8 @@ fn expected_functions(name: &str) -> &'static [&'static str] {
             "sig_interrupted",
             "sig_handler_leaf",
         ],
+        "dlopener" => &["dl_driver"],
+        "unlinker" => &["unlink_burn", "unlink_leaf"],
         other => panic!("no expectations for fixture {other}"),
     }
 }
@@ -466,6 +468,32 @@ fn sighandler_handles_its_timer() {
         .unwrap_or_else(|| panic!("unexpected stderr: {err}"));
     // ITIMER_PROF every 2 ms of CPU (in jiffies): dozens in 0.3 s.
     assert!(handled >= 20, "only {handled} signals handled");
+}
+
+#[test]
+fn dlopener_calls_into_a_library_it_was_not_linked_with() {
+    let bin = fixture("dlopener");
+    let needed = run_tool(Command::new("readelf").arg("-d").arg(&bin));
+    assert!(!needed.contains("libm.so"), "libm is linked: {needed}");
+    let out = build_run("dlopener", &[SHORT_ARG], SHORT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let calls: u64 = err
+        .trim()
+        .strip_prefix("dlopener: calls=")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected stderr: {err}"));
+    assert!(calls >= 1000, "only {calls} calls");
+}
+
+#[test]
+fn unlinker_deletes_its_own_executable() {
+    let bin = fixture("unlinker");
+    check_static_properties("unlinker", &bin);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let copy = dir.path().join("unlinker");
+    fs::copy(&bin, &copy).expect("copy");
+    run_ok("unlinker", &copy, &[SHORT_ARG], SHORT);
+    assert!(!copy.exists(), "{} is still there", copy.display());
 }
 
 #[test]

@@ -282,6 +282,77 @@ fn record_by_pid_with_duration() {
     assert!(self_samples(&folded(&c, &Filter::default()), "busy_leaf") as usize > n / 2);
 }
 
+/// `record -d 1 -- ARGV`: the capture and hotspot's stderr.
+fn record_for_a_second(out: &std::path::Path, extra: &[&str], argv: &[&str]) -> (Capture, String) {
+    let _g = common::recording::serial();
+    let res = hotspot()
+        .args(["record", "-d", "1", "-o"])
+        .arg(out)
+        .args(extra)
+        .arg("--")
+        .args(argv)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&res.stderr).into_owned();
+    assert!(res.status.success(), "{stderr}");
+    (Capture::open(out).expect("opens"), stderr)
+}
+
+/// True while `pid` exists.
+fn process_exists(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The pid of the command a capture recorded (the session's only target).
+fn command_pid(c: &Capture) -> u32 {
+    let targets = &c.session.as_ref().expect("session header").targets;
+    assert_eq!(targets.len(), 1, "{targets:?}");
+    targets[0]
+}
+
+#[test]
+fn a_duration_ends_the_command_it_started() {
+    let d = tmp();
+    let busy = fixture("busy");
+    // A command that exits on SIGTERM, and one that ignores it (killed after the grace).
+    let stubborn = format!("trap '' TERM; {busy} 601");
+    for (argv, how) in [
+        (vec![busy.as_str(), "600"], "SIGTERM"),
+        (vec!["sh", "-c", stubborn.as_str()], "SIGKILL"),
+    ] {
+        let out = d.path().join("d.hsp");
+        let (c, stderr) = record_for_a_second(&out, &[], &argv);
+        let pid = command_pid(&c);
+        assert!(
+            !process_exists(pid),
+            "{argv:?}: pid {pid} still runs after hotspot returned: {stderr}"
+        );
+        assert!(
+            stderr.contains("outlived the recording") && stderr.contains(how),
+            "{argv:?}: the summary says how the command ended: {stderr}"
+        );
+        assert!(
+            c.end.is_some() && c.truncated.is_none(),
+            "{argv:?}: clean end"
+        );
+        assert!(!c.samples.is_empty(), "{argv:?}");
+        // The stubborn shell's busy child ignores SIGTERM too and is not ours to kill.
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-f", &format!("{busy} 601")])
+            .status();
+    }
+    // --keep-running leaves it running, and says so.
+    let out = d.path().join("k.hsp");
+    let (c, stderr) = record_for_a_second(&out, &["--keep-running"], &[&busy, "600"]);
+    let pid = command_pid(&c);
+    let alive = process_exists(pid);
+    let _ = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+    assert!(alive, "--keep-running: pid {pid} was ended: {stderr}");
+    assert!(stderr.contains("still running"), "{stderr}");
+}
+
 #[test]
 fn sigkill_of_the_recorder_leaves_a_readable_capture() {
     let d = tmp();

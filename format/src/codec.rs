@@ -9,8 +9,8 @@ use crate::columns;
 use crate::error::{CorruptReason, FormatError, RecordError};
 use crate::limits::{self, MAX_BLOCK_RECORDS, MAX_BLOCK_SAMPLES, MAX_UNKNOWN_KINDS};
 use crate::records::{
-    End, Index, Lost, Module, Process, ProcessExit, Record, Sample, SampleBatch, SessionHeader,
-    Stack, StringId, Symbol, Thread, Unwinding, kind,
+    End, Index, Lost, LostMappings, Module, Process, ProcessExit, Record, Sample, SampleBatch,
+    SessionHeader, Stack, StringId, Symbol, Thread, Unwinding, kind,
 };
 use crate::varint;
 
@@ -53,6 +53,7 @@ pub fn encode_record(
         Record::Index(i) => postcard::to_extend(i, body),
         Record::End(e) => postcard::to_extend(e, body),
         Record::Unwinding(u) => postcard::to_extend(u, body),
+        Record::LostMappings(l) => postcard::to_extend(l, body),
     }
     .map_err(FormatError::Encode)?;
     encode_raw(record.kind(), &body, out);
@@ -126,6 +127,7 @@ fn decode_body(
         kind::INDEX => Record::Index(body::<Index>(bytes)?),
         kind::END => Record::End(body::<End>(bytes)?),
         kind::UNWINDING => Record::Unwinding(body::<Unwinding>(bytes)?),
+        kind::LOST_MAPPINGS => Record::LostMappings(body::<LostMappings>(bytes)?),
         _ => return Ok(None),
     };
     limits::check_record(&record)?;

@@ -39,6 +39,7 @@ pub fn def_key(record: &Record) -> Option<DefKey> {
         Record::ProcessExit(_)
         | Record::Samples(_)
         | Record::Lost(_)
+        | Record::LostMappings(_)
         | Record::Index(_)
         | Record::End(_) => return None,
     })

@@ -109,6 +109,7 @@ pub fn check_record(record: &Record) -> Result<(), Exceeded> {
         | Record::Lost(_)
         | Record::Index(_)
         | Record::End(_)
-        | Record::Unwinding(_) => Ok(()),
+        | Record::Unwinding(_)
+        | Record::LostMappings(_) => Ok(()),
     }
 }

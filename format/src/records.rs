@@ -185,6 +185,16 @@ pub struct Lost {
     pub count: u64,
 }
 
+/// Mapping events the kernel dropped (its rings were full; added in 1.2): frames of the
+/// processes they were about may be unnamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct LostMappings {
+    /// Monotonic ns when the loss was noticed.
+    pub time_ns: u64,
+    /// Events lost since the previous `LostMappings` record.
+    pub count: u64,
+}
+
 /// A process exit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ProcessExit {
@@ -265,6 +275,7 @@ pub enum Record {
     Index(Index),
     End(End),
     Unwinding(Unwinding),
+    LostMappings(LostMappings),
 }
 
 /// On-disk record kind numbers. Never renumber: add new kinds at the end.
@@ -283,6 +294,7 @@ pub mod kind {
     pub const INDEX: u32 = 12;
     pub const END: u32 = 13;
     pub const UNWINDING: u32 = 14;
+    pub const LOST_MAPPINGS: u32 = 15;
     /// Every kind with its name as `SPEC.md` spells it.
     pub const ALL: &[(u32, &str)] = &[
         (SESSION, "Session"),
@@ -299,6 +311,7 @@ pub mod kind {
         (INDEX, "Index"),
         (END, "End"),
         (UNWINDING, "Unwinding"),
+        (LOST_MAPPINGS, "LostMappings"),
     ];
 }
 
@@ -320,6 +333,7 @@ impl Record {
             Record::Index(_) => kind::INDEX,
             Record::End(_) => kind::END,
             Record::Unwinding(_) => kind::UNWINDING,
+            Record::LostMappings(_) => kind::LOST_MAPPINGS,
         }
     }
 }

@@ -6,8 +6,20 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
 
 use crate::error::RecordError;
+
+/// How [`GatedChild::end`] ended a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited by itself (before any signal from us).
+    Exited,
+    /// It exited on SIGTERM.
+    Terminated,
+    /// It ignored SIGTERM and was killed.
+    Killed,
+}
 
 /// A child waiting at the gate (until [`GatedChild::release`]).
 #[derive(Debug)]
@@ -162,6 +174,38 @@ impl GatedChild {
         self.reaped.unwrap_or(-1)
     }
 
+    /// Ends the child with the recording: gives it `settle` to exit by itself (a Ctrl-C
+    /// from the terminal reached it too), then SIGTERM, then SIGKILL after `grace`; waits
+    /// for it and says how it ended.
+    pub fn end(&mut self, settle: Duration, grace: Duration) -> Ending {
+        if self.wait_for(settle) {
+            return Ending::Exited;
+        }
+        // SAFETY: kill(2) on our own child, not reaped yet, so the pid is still its.
+        unsafe { libc::kill(self.pid, libc::SIGTERM) };
+        if self.wait_for(grace) {
+            return Ending::Terminated;
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        self.wait();
+        Ending::Killed
+    }
+
+    /// Polls for the child's exit for up to `limit`; true once it is reaped.
+    fn wait_for(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            if self.try_wait().is_some() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// The exit code (128+signal for a killed child), once reaped.
     pub fn exit_code(&self) -> Option<i32> {
         let s = self.reaped?;
@@ -195,6 +239,30 @@ mod tests {
         g.release().expect("release");
         g.wait();
         assert_eq!(g.exit_code(), Some(3));
+    }
+
+    #[test]
+    fn ending_escalates_from_sigterm_to_sigkill() {
+        let short = Duration::from_millis(50);
+        let mut g = GatedChild::spawn(&["sleep".to_string(), "30".into()]).expect("spawn");
+        g.release().expect("release");
+        assert_eq!(g.end(short, Duration::from_secs(5)), Ending::Terminated);
+        assert_eq!(g.exit_code(), Some(128 + libc::SIGTERM));
+        let mut g = GatedChild::spawn(&[
+            "sh".to_string(),
+            "-c".into(),
+            "trap '' TERM; while :; do sleep 1; done".into(),
+        ])
+        .expect("spawn");
+        g.release().expect("release");
+        // Let the shell install its trap before it is signalled.
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(g.end(short, short), Ending::Killed);
+        assert_eq!(g.exit_code(), Some(128 + libc::SIGKILL));
+        let mut g = GatedChild::spawn(&["true".to_string()]).expect("spawn");
+        g.release().expect("release");
+        assert_eq!(g.end(Duration::from_secs(5), short), Ending::Exited);
+        assert_eq!(g.exit_code(), Some(0));
     }
 
     #[test]

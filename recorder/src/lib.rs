@@ -7,6 +7,7 @@ pub mod error;
 pub mod frame_table;
 pub mod kallsyms;
 pub mod launch;
+pub mod mapping_table;
 pub mod module_file;
 pub mod module_table;
 pub mod normalizer;

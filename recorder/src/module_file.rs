@@ -23,6 +23,11 @@ const UNWIND_BUDGET: usize = 256 << 20;
 /// (a module's code keeps being sampled), so this only grows.
 static UNWIND_HEAP: AtomicUsize = AtomicUsize::new(0);
 
+/// Deleted or replaced files kept open (see [`ModuleFile::open_mapping`]): a target
+/// cannot make the recorder run out of descriptors by mapping many.
+static HELD_FILES: AtomicUsize = AtomicUsize::new(0);
+const MAX_HELD_FILES: usize = 256;
+
 /// A `PT_LOAD` segment: where a range of the file is mapped in the ELF's own addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Segment {
@@ -48,6 +53,8 @@ pub struct ModuleFile {
     /// Call-frame information, read at the first unwind through this file (`None` inside
     /// when it could not be read).
     unwind: OnceLock<Option<ModuleUnwind>>,
+    /// Kept open when no path leads to the file any more: `path` names this descriptor.
+    held: Option<File>,
 }
 
 impl ModuleFile {
@@ -117,6 +124,7 @@ impl ModuleFile {
             line_info,
             debug_file: OnceLock::new(),
             unwind: OnceLock::new(),
+            held: None,
         })
     }
 
@@ -153,12 +161,21 @@ impl ModuleFile {
 
     /// Opens the file a process maps: `mapped` is `/proc/PID/map_files/…` (the very file
     /// mapped, even if its path was since replaced or deleted), `plain` the path the maps
-    /// name. The plain path is kept as where to read it again when it holds the same
-    /// build-id (it outlives the process, and debug links resolve from it).
-    pub fn open_mapping(mapped: &Path, plain: &Path) -> Option<ModuleFile> {
-        let Some(mut f) = ModuleFile::open(mapped) else {
-            return ModuleFile::open(plain);
+    /// name and `inode` the mapped file's. The plain path is kept as where to read it
+    /// again when it holds the same build-id (it outlives the process, and debug links
+    /// resolve from it). A file the path no longer holds is kept open (a few at most), so
+    /// its symbols can still be read once the process is gone. With the process gone,
+    /// the plain path is used only if it still holds the same inode.
+    pub fn open_mapping(mapped: &Path, plain: &Path, inode: u64) -> Option<ModuleFile> {
+        let Ok(held) = File::open(mapped) else {
+            let same_inode = inode == 0
+                || std::fs::metadata(plain).is_ok_and(|md| {
+                    use std::os::unix::fs::MetadataExt;
+                    md.ino() == inode
+                });
+            return same_inode.then(|| ModuleFile::open(plain)).flatten();
         };
+        let mut f = Self::parse(mapped, &ReadCache::new(held.try_clone().ok()?))?;
         f.recorded = plain.to_path_buf();
         let same = if f.build_id.is_empty() {
             // Nothing to compare: trust a path that exists.
@@ -168,8 +185,19 @@ impl ModuleFile {
         };
         if same {
             f.path = plain.to_path_buf();
+        } else if HELD_FILES.fetch_add(1, Ordering::Relaxed) < MAX_HELD_FILES {
+            use std::os::fd::AsRawFd;
+            // Our own descriptor outlives the target's map_files entry.
+            f.path = PathBuf::from(format!("/proc/self/fd/{}", held.as_raw_fd()));
+            f.held = Some(held);
         }
         Some(f)
+    }
+
+    /// False when the path the maps name no longer holds this file (deleted or replaced
+    /// since it was mapped).
+    pub fn at_recorded_path(&self) -> bool {
+        self.path == self.recorded
     }
 
     pub fn path(&self) -> &Path {
@@ -252,8 +280,15 @@ pub fn of_mapping(
             .join(pid.to_string())
             .join("map_files")
             .join(format!("{:x}-{:x}", m.start, m.end));
-        ModuleFile::open_mapping(&mapped, Path::new(&m.path))
+        ModuleFile::open_mapping(&mapped, Path::new(&m.path), m.inode)
     })
+}
+
+/// Whether the path of file mapping `m` still holds the file mapped (same inode): false
+/// once it was deleted or replaced.
+pub fn still_at_path(m: &crate::proc_maps::Mapping) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(&m.path).is_ok_and(|md| m.inode == 0 || md.ino() == m.inode)
 }
 
 /// Our own vDSO's bytes: the kernel maps the same image into every process.

@@ -5,7 +5,6 @@
 // can choose (code addresses) are bounded by the code it maps.
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use hotspot_format::{
     FormatError, FrameAddr, FrameId, ModuleId, ModuleKind, Record, SourceLoc, Symbol,
@@ -14,9 +13,10 @@ use hotspot_format::{
 use crate::build_id;
 use crate::frame_table::FrameTable;
 use crate::kallsyms::{KernelName, KernelSymbols};
-use crate::module_file::{self, ModuleFile, ModuleFiles};
+use crate::mapping_table::MappingTable;
+use crate::module_file::ModuleFiles;
 use crate::module_table::ModuleTable;
-use crate::proc_maps::{self, MappingKind};
+use crate::proc_maps::MappingKind;
 use crate::process_table::ProcessTable;
 use crate::sink::Sink;
 use crate::user_stack::{Reason, UserSample, UserStacks};
@@ -43,6 +43,9 @@ pub enum UserPart<'a> {
 /// Path of the module whose frames are markers, not code (see `Unwinding` in SPEC.md).
 pub const MARKER_MODULE: &str = "[unwind]";
 
+/// Path of the module of user addresses in no mapping the recorder knew of.
+pub const UNKNOWN_MODULE: &str = "[unknown]";
+
 /// Lowest address of the kernel half on 64-bit machines; anything at or above it in a
 /// user stack is garbage, and anything below it in a kernel stack too.
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
@@ -51,6 +54,8 @@ const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 #[derive(Debug)]
 pub struct Normalizer {
     pub procs: ProcessTable,
+    /// Every traced process's executable mappings, as they change.
+    pub maps: MappingTable,
     pub modules: ModuleTable,
     pub frames: FrameTable,
     /// Every ELF file read, once, for module identity, unwinding and symbols.
@@ -72,6 +77,7 @@ pub struct Normalizer {
 impl Normalizer {
     pub fn new(procs: ProcessTable, kallsyms: KernelSymbols, sys_root: impl Into<PathBuf>) -> Self {
         Normalizer {
+            maps: MappingTable::new(procs.proc_root()),
             procs,
             modules: ModuleTable::default(),
             frames: FrameTable::default(),
@@ -147,7 +153,7 @@ impl Normalizer {
         let Some(stacks) = self.user_stacks.as_mut() else {
             return self.fp_frames(sample.pid, sample.fp_chain, sample.time_ns, sink, out);
         };
-        let (frames, reason) = stacks.unwind(&mut self.procs, &mut self.files, sample);
+        let (frames, reason) = stacks.unwind(&mut self.maps, &mut self.files, sample);
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         scratch.extend_from_slice(frames);
@@ -233,19 +239,11 @@ impl Normalizer {
         now_ns: u64,
         sink: &mut impl Sink,
     ) -> Result<FrameId, FormatError> {
-        let mut found = self
-            .procs
-            .get_mut(pid)
-            .and_then(|e| proc_maps::find(&e.maps, addr).is_some().then_some(()));
-        if found.is_none() && self.procs.refresh_maps(pid, now_ns, false) {
-            found = self
-                .procs
-                .get_mut(pid)
-                .and_then(|e| proc_maps::find(&e.maps, addr).is_some().then_some(()));
-        }
-        let (module, offset) = match found {
-            Some(()) => self.mapped(pid, addr, sink)?,
-            None => (self.jit_module(pid, sink)?, addr),
+        let (module, offset) = match self.maps.find(pid, addr, now_ns) {
+            Some(idx) => self.mapped(pid, idx, addr, sink)?,
+            // In no mapping the events or /proc told of: a corrupt frame pointer, or a
+            // mapping whose event was lost. Not JIT code: nothing says it is code at all.
+            None => (self.unknown_module(sink)?, addr),
         };
         let (frame, new) = self
             .frames
@@ -260,37 +258,47 @@ impl Normalizer {
         Ok(frame)
     }
 
-    /// Module and file offset of an address known to be inside one of `pid`'s mappings.
+    /// Module and file offset of an address inside `pid`'s mapping `idx`.
     fn mapped(
         &mut self,
         pid: u32,
+        idx: usize,
         addr: u64,
         sink: &mut impl Sink,
     ) -> Result<(ModuleId, u64), FormatError> {
-        let Some(entry) = self.procs.get_mut(pid) else {
-            return Ok((self.jit_module(pid, sink)?, addr));
+        let Some(m) = self.maps.mapping(pid, idx) else {
+            return Ok((self.unknown_module(sink)?, addr));
         };
-        let idx = entry.maps.partition_point(|m| m.start <= addr) - 1;
-        let m = &entry.maps[idx];
         let kind = m.kind();
         let offset = match kind {
             MappingKind::File => addr - m.start + m.offset,
             MappingKind::Vdso => addr - m.start,
             MappingKind::Anonymous => addr,
         };
-        if let Some(Some(id)) = entry.modules.get(idx) {
-            return Ok((*id, offset));
+        if let Some(id) = self.maps.module(pid, idx) {
+            return Ok((id, offset));
         }
         // Copied only for a mapping seen for the first time: this runs for every user
         // frame of every sample, and the known mappings are nearly all of them.
-        let path = m.path.clone();
+        let m = m.clone();
         let (id, new) = match kind {
             MappingKind::File => {
-                let file = self.file_of(pid, idx);
+                let file = self.maps.file_of(&mut self.files, pid, idx);
                 let bid = file
                     .as_ref()
                     .map(|f| f.build_id().to_vec())
                     .unwrap_or_default();
+                // The path no longer holds what was mapped: say so rather than let the
+                // symbols of whatever is there now be read for it.
+                let gone = match &file {
+                    Some(f) => !f.at_recorded_path(),
+                    None => !crate::module_file::still_at_path(&m),
+                };
+                let path = if gone {
+                    format!("{} (deleted)", m.path)
+                } else {
+                    m.path.clone()
+                };
                 self.modules
                     .intern(ModuleKind::Elf, &path, &bid, file, None)
             }
@@ -303,15 +311,19 @@ impl Normalizer {
         if new {
             self.write_module(id, sink)?;
         }
-        if let Some(slot) = self.procs.get_mut(pid).and_then(|e| e.modules.get_mut(idx)) {
-            *slot = Some(id);
-        }
+        self.maps.set_module(pid, idx, id);
         Ok((id, offset))
     }
 
-    /// The file mapped at `pid`'s mapping `idx`, looked for once per mapping.
-    fn file_of(&mut self, pid: u32, idx: usize) -> Option<Arc<ModuleFile>> {
-        file_of(&mut self.procs, &mut self.files, pid, idx)
+    /// Addresses in no known mapping: one module for all, offsets are the addresses.
+    fn unknown_module(&mut self, sink: &mut impl Sink) -> Result<ModuleId, FormatError> {
+        let (id, new) = self
+            .modules
+            .intern(ModuleKind::Elf, UNKNOWN_MODULE, &[], None, None);
+        if new {
+            self.write_module(id, sink)?;
+        }
+        Ok(id)
     }
 
     /// Anonymous executable memory of `pid`: one module per process, offsets are addresses.
@@ -405,26 +417,6 @@ impl Normalizer {
     pub fn read_kallsyms_now(&mut self) {
         self.kallsyms.read_now();
     }
-}
-
-/// The file mapped at `pid`'s mapping `idx`, remembered in the process's entry.
-pub(crate) fn file_of(
-    procs: &mut ProcessTable,
-    files: &mut ModuleFiles,
-    pid: u32,
-    idx: usize,
-) -> Option<Arc<ModuleFile>> {
-    let root = procs.proc_root().to_path_buf();
-    let entry = procs.get_mut(pid)?;
-    if let Some(Some(known)) = entry.files.get(idx) {
-        return known.clone();
-    }
-    let m = entry.maps.get(idx)?;
-    let file = module_file::of_mapping(files, &root, pid, m);
-    if let Some(slot) = entry.files.get_mut(idx) {
-        *slot = Some(file.clone());
-    }
-    file
 }
 
 fn read_notes(path: &Path) -> Option<Vec<u8>> {

@@ -1,33 +1,18 @@
-//! Processes and threads of the targets: names, command lines, executable mappings, and
-//! which of them still has to be written to the capture.
+//! Processes and threads of the targets: names, command lines, and which of them still
+//! has to be written to the capture. (Their mappings: [`crate::mapping_table`].)
 
-// Every frame of every sample is looked up: a fast hash matters here. The keys a target
-// can choose (code addresses) are bounded by the code it maps.
+// Looked up for every sample: a fast hash matters here.
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
-use std::sync::Arc;
-
-use hotspot_format::{ModuleId, Process, Thread};
-
-use crate::module_file::ModuleFile;
-use crate::proc_maps::{self, Mapping};
+use hotspot_format::{Process, Thread};
 
 /// A process the recorder has seen samples from.
 #[derive(Debug)]
 pub struct ProcessEntry {
     pub info: Process,
-    pub maps: Vec<Mapping>,
-    /// Module id of each mapping in `maps`, filled lazily (reading a build-id costs I/O).
-    pub modules: Vec<Option<ModuleId>>,
-    /// The file of each mapping in `maps` (`Some(None)`: looked for, not an ELF file),
-    /// filled lazily; shared through [`crate::module_file::ModuleFiles`].
-    pub files: Vec<Option<Option<Arc<ModuleFile>>>>,
-    /// Monotonic ns when `maps` was last read; re-reads are rate limited.
-    pub maps_read_ns: u64,
     /// Monotonic ns when `info` was read (and written to the capture).
     pub info_read_ns: u64,
-    pub alive: bool,
 }
 
 /// What the recorder knows of a thread: enough to notice a rename, or its tid reused by
@@ -45,10 +30,6 @@ pub struct ProcessTable {
     procs: HashMap<u32, ProcessEntry>,
     threads: HashMap<u32, ThreadEntry>,
 }
-
-/// Don't re-read a process's maps more often than this when addresses miss them (a JIT
-/// keeps missing).
-const MAPS_REFRESH_NS: u64 = 5_000_000;
 
 impl ProcessTable {
     pub fn new(proc_root: impl Into<PathBuf>) -> Self {
@@ -76,16 +57,9 @@ impl ProcessTable {
         let entry = self.procs.entry(pid).or_insert_with(|| {
             let info = read_process(&root, pid, comm, now_ns);
             new = Some(info.clone());
-            let maps = proc_maps::read_maps(&root, pid).unwrap_or_default();
-            let read_ns = crate::session::monotonic_ns();
             ProcessEntry {
-                modules: vec![None; maps.len()],
-                files: vec![None; maps.len()],
                 info,
-                maps,
-                maps_read_ns: read_ns,
-                info_read_ns: read_ns,
-                alive: true,
+                info_read_ns: crate::session::monotonic_ns(),
             }
         });
         (entry, new)
@@ -95,49 +69,10 @@ impl ProcessTable {
         self.procs.get_mut(&pid)
     }
 
-    /// Re-reads the maps of `pid` for an address that missed them, if the sample was
-    /// taken after the maps were last read (an older sample cannot be explained by a newer
-    /// mapping) or `force`; true if the maps changed.
-    pub fn refresh_maps(&mut self, pid: u32, sample_ns: u64, force: bool) -> bool {
-        let root = self.proc_root.clone();
-        let Some(entry) = self.procs.get_mut(&pid) else {
-            return false;
-        };
-        let now_ns = crate::session::monotonic_ns();
-        if !force
-            && (sample_ns <= entry.maps_read_ns
-                || now_ns.saturating_sub(entry.maps_read_ns) < MAPS_REFRESH_NS)
-        {
-            return false;
-        }
-        entry.maps_read_ns = now_ns;
-        match proc_maps::read_maps(&root, pid) {
-            // A zombie's maps read as empty: keep what we knew for its queued samples.
-            Some(maps) if maps.is_empty() => {
-                entry.alive = false;
-                false
-            }
-            Some(maps) if maps != entry.maps => {
-                entry.modules = vec![None; maps.len()];
-                entry.files = vec![None; maps.len()];
-                entry.maps = maps;
-                true
-            }
-            Some(_) => false,
-            None => {
-                entry.alive = false;
-                false
-            }
-        }
-    }
-
-    /// The process replaced its image: new name, command line and mappings. Returns the
-    /// record to write.
+    /// The process replaced its image: new name and command line. Returns the record to
+    /// write.
     /// `None` when the entry was already read after the exec (the recorder tracked a
-    /// command it started right after exec'ing it): the new image is what it holds. Maps
-    /// re-read after the exec do not count: a sample taken inside execve, once the new
-    /// image is mapped but before the exec event, makes the recorder re-read them, yet
-    /// the name and command line it wrote are still the old image's.
+    /// command it started right after exec'ing it): the new image is what it holds.
     pub fn exec(&mut self, pid: u32, comm: &str, now_ns: u64) -> Option<Process> {
         if self
             .procs
@@ -149,13 +84,6 @@ impl ProcessTable {
         self.procs.remove(&pid);
         let (_, rec) = self.ensure(pid, comm, now_ns);
         rec
-    }
-
-    /// Marks a process gone; its maps stay for samples still queued.
-    pub fn exit(&mut self, pid: u32) {
-        if let Some(e) = self.procs.get_mut(&pid) {
-            e.alive = false;
-        }
     }
 
     /// Notes a sample's thread; returns the record to write when the thread is new,
@@ -276,8 +204,6 @@ mod tests {
         let mut t = ProcessTable::new("/proc");
         let (entry, _) = t.ensure(me, "x", 0);
         let read = entry.info_read_ns;
-        // Maps re-read after the exec (a sample from inside execve) change nothing.
-        entry.maps_read_ns = u64::MAX;
         let rec = t
             .exec(me, "x", read + 1)
             .expect("an exec after the read is written");
@@ -291,11 +217,7 @@ mod tests {
     fn reads_our_own_process() {
         let me = std::process::id();
         let mut t = ProcessTable::new("/proc");
-        let (entry, new) = t.ensure(me, "x", 0);
-        assert!(
-            !entry.maps.is_empty(),
-            "our own maps have executable mappings"
-        );
+        let (_, new) = t.ensure(me, "x", 0);
         let new = new.expect("first sight is new");
         assert_eq!(new.pid, me);
         assert!(!new.exe.is_empty());

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hotspot_format::{
-    InlinedFn, Lost, ProcessExit, Record, Sample, SourceLoc, Symbol, UnwindMethod, Unwinding,
-    Writer,
+    InlinedFn, Lost, LostMappings, ProcessExit, Record, Sample, SourceLoc, Symbol, UnwindMethod,
+    Unwinding, Writer,
 };
 
 use crate::bpf::{EventSource, RawEvent, RawSample, StackEnd};
@@ -60,6 +60,8 @@ pub struct Progress {
     pub elapsed: Duration,
     pub samples: u64,
     pub lost: u64,
+    /// Mapping events the kernel dropped.
+    pub lost_mappings: u64,
     pub bytes: u64,
 }
 
@@ -151,6 +153,7 @@ impl Recorder {
         if let Some(p) = new {
             self.pending.push(Record::Process(p));
         }
+        self.norm.maps.snapshot(pid);
     }
 
     /// Records until stopped; returns the summary and the finished output.
@@ -206,11 +209,17 @@ fn record<S: EventSource, W: Write>(
     for r in pending {
         writer.push(r)?;
     }
-    let mut live: HashSet<u32> = cfg.targets.iter().copied().collect();
+    let mut traced = Traced {
+        live: cfg.targets.iter().copied().collect(),
+        known: cfg.targets.iter().copied().collect(),
+        all: cfg.all_processes,
+        me: std::process::id(),
+    };
     let mut events = Vec::new();
     let mut frames = Vec::new();
     let mut lost_seen: Vec<u64> = Vec::new();
     let mut lost_total = 0u64;
+    let mut lost_mappings = 0u64;
     // The first block goes out early, so a capture is readable (and tailable) at once.
     let first = cfg.flush_every.min(Duration::from_millis(250));
     let mut last_flush = Instant::now()
@@ -228,24 +237,32 @@ fn record<S: EventSource, W: Write>(
         let until_flush = cfg.flush_every.saturating_sub(last_flush.elapsed());
         let wait = until_flush.min(Duration::from_millis(100));
         source.poll(wait, &mut events)?;
-        samples += handle(&mut events, &mut norm, &mut writer, &mut live, &mut frames)?;
+        samples += handle(
+            &mut events,
+            &mut norm,
+            &mut writer,
+            &mut traced,
+            &mut frames,
+        )?;
         // Names travel continuously rather than once per flush, so a block usually
         // carries the names of its own new frames: a killed recorder keeps them.
         exchange_symbols(&mut norm, &worker, &mut writer)?;
         if last_flush.elapsed() >= cfg.flush_every {
             last_flush = Instant::now();
             lost_total += flush(source, &mut norm, &worker, &mut writer, &mut lost_seen)?;
+            note_lost_mappings(source, &mut norm, &mut writer, &mut lost_mappings)?;
             if !cfg.all_processes {
-                live.retain(|&pid| process_exists(pid));
+                traced.live.retain(|&pid| process_exists(pid));
             }
             on_progress(&Progress {
                 elapsed: start.elapsed(),
                 samples,
                 lost: lost_total,
+                lost_mappings,
                 bytes: writer.bytes_written(),
             });
         }
-        if !cfg.all_processes && live.is_empty() {
+        if !cfg.all_processes && traced.live.is_empty() {
             break StopReason::TargetsExited;
         }
     };
@@ -260,14 +277,22 @@ fn record<S: EventSource, W: Write>(
         if events.is_empty() {
             break;
         }
-        samples += handle(&mut events, &mut norm, &mut writer, &mut live, &mut frames)?;
+        samples += handle(
+            &mut events,
+            &mut norm,
+            &mut writer,
+            &mut traced,
+            &mut frames,
+        )?;
     }
+    note_lost_mappings(source, &mut norm, &mut writer, &mut lost_mappings)?;
     lost_total += flush(source, &mut norm, &worker, &mut writer, &mut lost_seen)?;
     push_symbols(worker.finish(), &mut writer)?;
     let progress = Progress {
         elapsed: start.elapsed(),
         samples,
         lost: lost_total,
+        lost_mappings,
         bytes: writer.bytes_written(),
     };
     let summary = Summary {
@@ -287,12 +312,31 @@ fn record<S: EventSource, W: Write>(
     Ok((summary, out))
 }
 
-/// Handles a batch of events; returns the number of samples written.
+/// The processes whose events count.
+struct Traced {
+    /// The targets and the children they forked, while they live (checked once a
+    /// flush too, in case an exit event was lost): recording ends when none is left.
+    live: HashSet<u32>,
+    /// The same until their exit event is handled: events still queued from a process
+    /// that has just died count.
+    known: HashSet<u32>,
+    /// Every process (the recorder excepted) is traced.
+    all: bool,
+    me: u32,
+}
+
+impl Traced {
+    fn has(&self, pid: u32) -> bool {
+        pid != self.me && (self.all || self.known.contains(&pid))
+    }
+}
+
+/// Handles a batch of events (in time order); returns the number of samples written.
 fn handle<W: Write>(
     events: &mut Vec<RawEvent>,
     norm: &mut Normalizer,
     writer: &mut Writer<W>,
-    live: &mut HashSet<u32>,
+    traced: &mut Traced,
     frames: &mut Vec<u32>,
 ) -> Result<u64, RecordError> {
     let mut n = 0;
@@ -302,8 +346,14 @@ fn handle<W: Write>(
                 sample(&s, norm, writer, frames)?;
                 n += 1;
             }
-            RawEvent::Fork { child, .. } => {
-                live.insert(child);
+            RawEvent::Fork {
+                time_ns,
+                parent,
+                child,
+            } => {
+                traced.live.insert(child);
+                traced.known.insert(child);
+                norm.maps.fork(parent, child, time_ns);
             }
             RawEvent::Exec { time_ns, pid, comm } => {
                 if let Some(rec) = norm.procs.exec(pid, &comm_str(&comm), time_ns) {
@@ -311,10 +361,21 @@ fn handle<W: Write>(
                 }
             }
             RawEvent::Exit { time_ns, pid } => {
-                norm.procs.exit(pid);
-                live.remove(&pid);
+                norm.maps.exit(pid);
+                traced.live.remove(&pid);
+                traced.known.remove(&pid);
                 writer.push(Record::ProcessExit(ProcessExit { pid, time_ns }))?;
             }
+            // Mapping events come for every process on the machine.
+            RawEvent::Mmap {
+                time_ns,
+                pid,
+                mapping,
+            } if traced.has(pid) => norm.maps.mmap(pid, mapping, time_ns),
+            RawEvent::NewImage { time_ns, pid } if traced.has(pid) => {
+                norm.maps.exec(pid, time_ns);
+            }
+            RawEvent::Mmap { .. } | RawEvent::NewImage { .. } => {}
         }
     }
     Ok(n)
@@ -400,6 +461,26 @@ fn flush<S: EventSource, W: Write>(
     }
     writer.flush_block()?;
     Ok(delta_total)
+}
+
+/// Writes the mapping events lost since the last call (`seen`: the count so far), and
+/// from the first loss on lets misses re-read `/proc`, which may still explain them.
+fn note_lost_mappings<S: EventSource, W: Write>(
+    source: &mut S,
+    norm: &mut Normalizer,
+    writer: &mut Writer<W>,
+    seen: &mut u64,
+) -> Result<(), RecordError> {
+    let now = source.lost_mapping_events();
+    if now > *seen {
+        writer.push(Record::LostMappings(LostMappings {
+            time_ns: crate::session::monotonic_ns(),
+            count: now - *seen,
+        }))?;
+        *seen = now;
+        norm.maps.events_were_lost();
+    }
+    Ok(())
 }
 
 /// Sends new frames to the symboliser and writes the names that are ready.

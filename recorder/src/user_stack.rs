@@ -13,10 +13,9 @@ use hotspot_unwind::{
     AddressSpace, CodeAt, End, Frame, Regs, StackCopy, Unwinder, splice_frame_pointers,
 };
 
+use crate::mapping_table::MappingTable;
 use crate::module_file::{ModuleFile, ModuleFiles};
-use crate::normalizer::file_of;
-use crate::proc_maps::{self, MappingKind};
-use crate::process_table::ProcessTable;
+use crate::proc_maps::MappingKind;
 
 /// Why a stack stopped short of its root; named by the marker frame that ends it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -117,17 +116,16 @@ impl UserStacks {
     /// the others at `addr - 1`) and, when it stopped short, why.
     pub fn unwind(
         &mut self,
-        procs: &mut ProcessTable,
+        maps: &mut MappingTable,
         files: &mut ModuleFiles,
         sample: &UserSample,
     ) -> (&[Frame], Option<Reason>) {
         let vdso = self.vdso_image();
         let mut space = Space {
-            procs,
+            maps,
             files,
             pid: sample.pid,
             time_ns: sample.time_ns,
-            refreshed: false,
             vdso: vdso.as_deref(),
             debug_dirs: &self.debug_dirs,
             last: None,
@@ -154,7 +152,7 @@ impl UserStacks {
         }
         let mut module = || {
             let last = self.frames.last().map_or(sample.regs.ip, |f| f.addr);
-            space_module_name(space.procs, sample.pid, last)
+            space_module_name(space.maps, sample.pid, last, sample.time_ns)
         };
         let reason = match end {
             End::Complete => None,
@@ -202,10 +200,10 @@ fn read_target_code(pid: u32, avma: u64) -> CodeBytes {
 }
 
 /// The file name of the mapping holding `addr` in `pid` (for a reason's text).
-fn space_module_name(procs: &mut ProcessTable, pid: u32, addr: u64) -> String {
-    let m = procs
-        .get_mut(pid)
-        .and_then(|e| proc_maps::find(&e.maps, addr).cloned());
+fn space_module_name(maps: &mut MappingTable, pid: u32, addr: u64, time_ns: u64) -> String {
+    let m = maps
+        .find(pid, addr, time_ns)
+        .and_then(|i| maps.mapping(pid, i).cloned());
     match m {
         Some(m) if m.kind() == MappingKind::File => Path::new(&m.path)
             .file_name()
@@ -226,12 +224,10 @@ struct Hit {
 
 /// One process's mappings as the unwinder sees them.
 struct Space<'a> {
-    procs: &'a mut ProcessTable,
+    maps: &'a mut MappingTable,
     files: &'a mut ModuleFiles,
     pid: u32,
     time_ns: u64,
-    /// The maps were re-read for an address they missed (once per sample at most).
-    refreshed: bool,
     vdso: Option<&'a ModuleFile>,
     debug_dirs: &'a [PathBuf],
     /// The address range of the last file lookup and how it translates.
@@ -266,15 +262,7 @@ impl AddressSpace for Space<'_> {
                 None => CodeAt::Unmapped,
             };
         }
-        let mut found = self.mapping(avma);
-        if found.is_none() && !self.refreshed {
-            // A library mapped after the maps were last read (dlopen).
-            self.refreshed = true;
-            if self.procs.refresh_maps(self.pid, self.time_ns, false) {
-                found = self.mapping(avma);
-            }
-        }
-        let Some((idx, kind, start, end, offset)) = found else {
+        let Some((idx, kind, start, end, offset)) = self.mapping(avma) else {
             return CodeAt::Unmapped;
         };
         match kind {
@@ -289,7 +277,7 @@ impl AddressSpace for Space<'_> {
                 }
             }
             MappingKind::File => {
-                let Some(file) = file_of(self.procs, self.files, self.pid, idx) else {
+                let Some(file) = self.maps.file_of(self.files, self.pid, idx) else {
                     // Not readable as ELF: all that is left is the frame-pointer rule.
                     return CodeAt::Anonymous;
                 };
@@ -339,9 +327,8 @@ impl Space<'_> {
 
     /// Index, kind, start, end and file offset of the executable mapping holding `avma`.
     fn mapping(&mut self, avma: u64) -> Option<(usize, MappingKind, u64, u64, u64)> {
-        let entry = self.procs.get_mut(self.pid)?;
-        let m = proc_maps::find(&entry.maps, avma)?;
-        let idx = entry.maps.partition_point(|x| x.start <= avma) - 1;
+        let idx = self.maps.find(self.pid, avma, self.time_ns)?;
+        let m = self.maps.mapping(self.pid, idx)?;
         Some((idx, m.kind(), m.start, m.end, m.offset))
     }
 }

@@ -463,3 +463,169 @@ fn copied_stacks_are_unwound_with_cfi() {
     );
     assert!(cut.len() < whole.len());
 }
+
+/// The module path of each sample's leaf frame, in sample order.
+fn leaf_modules(records: &[Record]) -> Vec<String> {
+    let mut modules = std::collections::HashMap::new();
+    let mut frames = std::collections::HashMap::new();
+    let mut stacks = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for r in records {
+        match r {
+            Record::Module(m) => {
+                modules.insert(m.id, m.path.clone());
+            }
+            Record::Frame(f) => {
+                frames.insert(f.id, f.module);
+            }
+            Record::Stack(s) => {
+                stacks.insert(s.id, s.frames.clone());
+            }
+            Record::Samples(b) => out.extend(b.samples.iter().map(|s| {
+                let leaf = stacks[&s.stack][0];
+                modules[&frames[&leaf]].clone()
+            })),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Our own executable's code mapping, as /proc/self/maps shows it.
+fn own_code_mapping() -> hotspot_recorder::proc_maps::Mapping {
+    let exe = std::fs::read_link("/proc/self/exe").expect("exe");
+    let maps = hotspot_recorder::proc_maps::read_maps(Path::new("/proc"), std::process::id())
+        .expect("our maps");
+    maps.into_iter()
+        .find(|m| Path::new(&m.path) == exe)
+        .expect("a code mapping of our executable")
+}
+
+/// Processes that are gone before their samples are read keep their names: their
+/// mappings come from the mapping events, in time order with the samples (a /proc with
+/// no process in it stands in for processes that have exited). A fork inherits, an exec
+/// starts over, ELF code is never JIT, and a file no longer at its path is marked deleted.
+#[test]
+fn mapping_events_name_the_code_of_processes_already_gone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("kallsyms"), KALLSYMS).expect("kallsyms");
+    std::hint::black_box(marker_caller(3));
+    let code = own_code_mapping();
+    let leaf = marker_leaf as *const () as u64;
+    // The same file mapped elsewhere in another process.
+    const SHIFT: u64 = 0x1000_0000_0000;
+    let shifted = hotspot_recorder::proc_maps::Mapping {
+        start: code.start + SHIFT,
+        end: code.end + SHIFT,
+        ..code.clone()
+    };
+    // An inode the path no longer holds: the file was replaced since it was mapped.
+    let replaced = hotspot_recorder::proc_maps::Mapping {
+        start: code.start + 2 * SHIFT,
+        end: code.end + 2 * SHIFT,
+        inode: code.inode + 1,
+        ..code.clone()
+    };
+    let (parent, child) = (4_100_001, 4_100_002);
+    let sample = |t: u64, pid: u32, ip: u64| {
+        RawEvent::Sample(RawSample {
+            time_ns: t,
+            pid,
+            tid: pid,
+            cpu: 0,
+            comm: comm("short"),
+            user: vec![ip],
+            kernel: vec![],
+            regs: None,
+            stack: Vec::new(),
+            stack_end: StackEnd::Cap,
+        })
+    };
+    let mmap = |t: u64, pid: u32, mapping: &hotspot_recorder::proc_maps::Mapping| RawEvent::Mmap {
+        time_ns: t,
+        pid,
+        mapping: mapping.clone(),
+    };
+    let script = VecDeque::from(vec![
+        vec![
+            RawEvent::NewImage {
+                time_ns: 10,
+                pid: parent,
+            },
+            mmap(11, parent, &code),
+            // Another process's mapping: not traced, so not its business.
+            mmap(11, 4_100_009, &code),
+            mmap(12, parent, &replaced),
+            RawEvent::Fork {
+                time_ns: 13,
+                parent,
+                child,
+            },
+            sample(14, child, leaf),
+            RawEvent::NewImage {
+                time_ns: 15,
+                pid: child,
+            },
+            mmap(16, child, &shifted),
+        ],
+        vec![
+            sample(17, parent, leaf),
+            sample(18, child, leaf + SHIFT),
+            // The child's old image is gone after its exec.
+            sample(19, child, leaf),
+            sample(20, parent, leaf + 2 * SHIFT),
+            RawEvent::Exit {
+                time_ns: 21,
+                pid: child,
+            },
+            RawEvent::Exit {
+                time_ns: 22,
+                pid: parent,
+            },
+        ],
+    ]);
+    let mut source = FakeSource {
+        script,
+        lost: vec![0],
+    };
+    let writer = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
+    let cfg = RecordConfig {
+        targets: vec![parent],
+        flush_every: Duration::from_millis(20),
+        proc_root: dir.path().to_path_buf(),
+        sys_root: dir.path().join("sys"),
+        ..RecordConfig::default()
+    };
+    let (summary, bytes) = hotspot_recorder::run(
+        &mut source,
+        writer,
+        &cfg,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .expect("records");
+    assert_eq!(summary.reason, StopReason::TargetsExited);
+    let (records, _) = read_all(&bytes).expect("reads back");
+    let names: Vec<String> = named_stacks(&records)
+        .into_iter()
+        .map(|s| s[0].clone())
+        .collect();
+    let modules = leaf_modules(&records);
+    let exe = &code.path;
+    let deleted = format!("{exe} (deleted)");
+    assert_eq!(
+        modules,
+        [exe, exe, exe, "[unknown]", &deleted],
+        "names: {names:?}"
+    );
+    assert!(
+        names[..3].iter().all(|n| n.contains("marker_leaf")),
+        "inherited, own and re-mapped code is named: {names:?}"
+    );
+    assert!(
+        records
+            .iter()
+            .all(|r| !matches!(r, Record::Module(m) if m.kind == ModuleKind::Jit)),
+        "no JIT module"
+    );
+}

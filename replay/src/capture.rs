@@ -58,6 +58,9 @@ pub struct Capture {
     pub symbols: HashMap<FrameId, Symbol>,
     pub samples: Vec<Sample>,
     pub lost: u64,
+    /// Mapping events the kernel dropped while recording (1.2): frames of the processes
+    /// they were about may be unnamed.
+    pub lost_mappings: u64,
     pub end: Option<End>,
     pub blocks: u64,
     /// Corrupt regions skipped in the middle of the file.
@@ -186,6 +189,9 @@ impl Capture {
             Record::End(e) => self.end = Some(e),
             Record::Unwinding(u) => {
                 self.unwinding.get_or_insert(u);
+            }
+            Record::LostMappings(l) => {
+                self.lost_mappings = self.lost_mappings.saturating_add(l.count);
             }
         }
     }

@@ -144,11 +144,17 @@ pub fn hint(m: &Module) -> String {
              kernel.kptr_restrict=0"
                 .to_string()
         }
-        ModuleKind::Jit => {
-            "JIT code: the runtime must write /tmp/perf-PID.map (e.g. node --perf-basic-prof)"
-                .to_string()
-        }
+        ModuleKind::Jit => "anonymous executable memory (JIT code) without a perf map: the \
+             runtime must write /tmp/perf-PID.map (e.g. node --perf-basic-prof)"
+            .to_string(),
         ModuleKind::Vdso => "the vDSO has no symbols to give".to_string(),
+        ModuleKind::Elf if m.path == "[unknown]" => "addresses in no mapping the recorder \
+             knew of: a corrupt frame pointer, or mapping events the kernel dropped"
+            .to_string(),
+        ModuleKind::Elf if m.path.ends_with(" (deleted)") => "the file was deleted or \
+             replaced after it was mapped and before hotspot could read it: keep it until \
+             the recording ends"
+            .to_string(),
         ModuleKind::Elf => {
             let glibc = [
                 "libc.so",
@@ -355,6 +361,14 @@ pub fn text_of(f: &Facts) -> String {
         f.samples - k
     );
     let _ = writeln!(o, "lost:       {}", c.lost);
+    if c.lost_mappings > 0 {
+        let _ = writeln!(
+            o,
+            "lost mapping events: {} (the kernel's ring was full: frames of the processes \
+             they were about may be unnamed)",
+            c.lost_mappings
+        );
+    }
     let _ = writeln!(o, "processes:  {}", c.processes.len());
     for p in c.processes.values() {
         let exit = if c.exits.contains_key(&p.pid) {
@@ -533,6 +547,7 @@ struct Counts {
     samples: u64,
     kernel_samples: u64,
     lost: u64,
+    lost_mappings: u64,
     processes: usize,
     threads: usize,
     stacks: usize,
@@ -661,6 +676,7 @@ pub fn json_of(f: &Facts) -> String {
             samples: f.samples,
             kernel_samples: f.kernel_samples(),
             lost: c.lost,
+            lost_mappings: c.lost_mappings,
             processes: c.processes.len(),
             threads: c.threads.len(),
             stacks: c.stacks.len(),

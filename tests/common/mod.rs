@@ -72,6 +72,8 @@ pub const ALL_FIXTURES: &[&str] = &[
     "renamer",
     "frameless",
     "sighandler",
+    "dlopener",
+    "unlinker",
 ];
 
 /// The flags of a plain optimised build, as distributions and release builds compile:

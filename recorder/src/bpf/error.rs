@@ -82,6 +82,17 @@ pub enum BpfError {
         reason: String,
     },
 
+    /// The kernel's mapping events could not be opened.
+    #[error(
+        "cannot open the kernel's mapping events (a perf dummy event on CPU {cpu}): {source}; \
+         they need CAP_PERFMON (or root)"
+    )]
+    MappingEvents {
+        /// CPU whose event failed.
+        cpu: u32,
+        /// Cause.
+        source: io::Error,
+    },
     /// The list of online (or possible) CPUs could not be read.
     #[error("cannot read the CPUs from {path}: {source}")]
     OnlineCpus {

@@ -4,8 +4,11 @@ mod btf_subset;
 mod caps;
 mod error;
 mod ksym;
+mod mapping_events;
+pub mod perf_records;
 pub mod raw;
 mod sampler;
+mod time_order;
 
 pub use error::BpfError;
 pub use ksym::BpfKernelSymbols;

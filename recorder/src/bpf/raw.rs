@@ -2,6 +2,8 @@
 
 use zerocopy::{FromBytes, Immutable, KnownLayout};
 
+use crate::proc_maps::Mapping;
+
 /// Most user frames one sample can carry (`HS_MAX_USER_FRAMES`).
 pub const MAX_USER_FRAMES: usize = 127;
 /// Most kernel frames one sample can carry (`HS_MAX_KERNEL_FRAMES`).
@@ -102,6 +104,38 @@ pub enum RawEvent {
         /// The process's tgid.
         pid: u32,
     },
+    /// A process mapped executable memory (the kernel's mapping events: any process on
+    /// the machine, traced or not).
+    Mmap {
+        /// When (`CLOCK_MONOTONIC` ns).
+        time_ns: u64,
+        /// The process's tgid.
+        pid: u32,
+        mapping: Mapping,
+    },
+    /// A process passed the point of no return of an exec: its old mappings are gone and
+    /// the mappings that follow are the new image's (any process on the machine; the
+    /// traced ones also get an [`RawEvent::Exec`] once the new image is mapped).
+    NewImage {
+        /// When (`CLOCK_MONOTONIC` ns): before the new image's mappings.
+        time_ns: u64,
+        /// The process's tgid.
+        pid: u32,
+    },
+}
+
+impl RawEvent {
+    /// When it happened (`CLOCK_MONOTONIC` ns): the order events are handled in.
+    pub fn time_ns(&self) -> u64 {
+        match self {
+            RawEvent::Sample(s) => s.time_ns,
+            RawEvent::Fork { time_ns, .. }
+            | RawEvent::Exec { time_ns, .. }
+            | RawEvent::Exit { time_ns, .. }
+            | RawEvent::Mmap { time_ns, .. }
+            | RawEvent::NewImage { time_ns, .. } => *time_ns,
+        }
+    }
 }
 
 /// One stack sample of one thread.

@@ -16,10 +16,13 @@ use super::btf_subset;
 use super::caps;
 use super::error::{BpfError, chain, kernel_release};
 use super::ksym::BpfKernelSymbols;
+use super::mapping_events::MappingEvents;
+use super::perf_records::PerfRecord;
 use super::raw::{
     HEADER_SIZE, MAX_KERNEL_FRAMES, MAX_STACK, MAX_USER_FRAMES, RawEvent, USER_REGS_SIZE,
     parse_event,
 };
+use super::time_order::{self, TimeOrder};
 
 /// Built by `tools/build-bpf`; committed so that building the recorder needs no clang.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../ebpf/hotspot.bpf.o");
@@ -143,6 +146,10 @@ pub trait EventSource {
     fn stop_sampling(&mut self) -> Result<(), BpfError> {
         Ok(())
     }
+    /// Mapping events the kernel dropped, cumulative since start.
+    fn lost_mapping_events(&mut self) -> u64 {
+        0
+    }
 }
 
 /// The BPF program loaded into the running kernel.
@@ -166,6 +173,11 @@ pub struct BpfSampler {
     malformed: u64,
     /// Which sampling program is loaded: [`FP_SAMPLE_PROGRAM`] or [`STACK_SAMPLE_PROGRAM`].
     sample_program: &'static str,
+    /// The kernel's mapping events, from `start` on.
+    mapping_events: Option<MappingEvents>,
+    /// Both streams, merged into one time order.
+    order: TimeOrder,
+    perf_records: Vec<PerfRecord>,
 }
 
 impl std::fmt::Debug for BpfSampler {
@@ -281,6 +293,9 @@ impl BpfSampler {
             cpu_links: Vec::new(),
             malformed: 0,
             sample_program,
+            mapping_events: None,
+            order: TimeOrder::default(),
+            perf_records: Vec::new(),
         })
     }
 
@@ -296,6 +311,8 @@ impl BpfSampler {
         let mut cpu_links = Vec::new();
         let result = self.attach_all(&mut tracepoint_links, &mut cpu_links);
         if result.is_err() {
+            // Closing the rings' descriptors also takes them out of the epoll set.
+            self.mapping_events = None;
             // Best effort: a link that cannot be detached goes when `self` is dropped.
             for (program, link) in tracepoint_links {
                 if let Ok(prog) = tracepoint_program(&mut self.ebpf, program) {
@@ -319,6 +336,18 @@ impl BpfSampler {
         tracepoint_links: &mut Vec<(&'static str, RawTracePointLinkId)>,
         cpu_links: &mut Vec<PerfEventLinkId>,
     ) -> Result<(), BpfError> {
+        let cpus = aya::util::online_cpus()
+            .map_err(|(path, source)| BpfError::OnlineCpus { path, source })?;
+        // Mapping events before anything else: every mapping a sample can land in is
+        // then made either before recording (the /proc snapshot) or under the events.
+        if self.mapping_events.is_none() {
+            let events = MappingEvents::open(&cpus)
+                .map_err(|(cpu, source)| BpfError::MappingEvents { cpu, source })?;
+            for fd in events.fds() {
+                watch(&self.epoll, fd).map_err(BpfError::Poll)?;
+            }
+            self.mapping_events = Some(events);
+        }
         // Tracepoints first: a fork or exit during the CPU loop below must not be missed.
         for (program, tracepoint) in TASK_PROGRAMS {
             let link = tracepoint_program(&mut self.ebpf, program)?
@@ -331,8 +360,6 @@ impl BpfSampler {
             tracepoint_links.push((program, link));
         }
 
-        let cpus = aya::util::online_cpus()
-            .map_err(|(path, source)| BpfError::OnlineCpus { path, source })?;
         let freq_hz = self.freq_hz;
         let prog = perf_program(&mut self.ebpf, self.sample_program)?;
         for cpu in cpus {
@@ -429,16 +456,57 @@ impl BpfSampler {
         Ok(values.iter().copied().collect())
     }
 
-    fn drain(&mut self, out: &mut Vec<RawEvent>) {
+    /// Reads both streams into the time order.
+    fn drain(&mut self) {
         for _ in 0..self.max_drain {
             let Some(item) = self.events.next() else {
                 break;
             };
             match parse_event(&item) {
-                Ok(event) => out.push(event),
+                Ok(event) => self.order.push(event),
                 Err(_) => self.malformed += 1,
             }
         }
+        // After the BPF ring: every mapping a sample just read depends on was made
+        // before that sample, so it is in a perf ring by now.
+        if let Some(m) = &mut self.mapping_events {
+            m.drain(&mut self.perf_records);
+            for r in self.perf_records.drain(..) {
+                match r {
+                    PerfRecord::Mmap {
+                        time_ns,
+                        pid,
+                        mapping,
+                    } => self.order.push(RawEvent::Mmap {
+                        time_ns,
+                        pid,
+                        mapping,
+                    }),
+                    PerfRecord::Exec { time_ns, pid } => {
+                        self.order.push(RawEvent::NewImage { time_ns, pid });
+                    }
+                    PerfRecord::Lost { .. } | PerfRecord::Other => {}
+                }
+            }
+        }
+    }
+
+    /// Events timed at or before this are all in the rings once they are read next:
+    /// everything once sampling stopped.
+    fn cutoff(&self) -> u64 {
+        if self.cpu_links.is_empty() {
+            u64::MAX
+        } else {
+            crate::session::monotonic_ns().saturating_sub(time_order::MARGIN_NS)
+        }
+    }
+
+    /// Mapping records the kernel dropped (its rings were full) and records that did
+    /// not decode, so far.
+    pub fn mapping_events_malformed(&self) -> u64 {
+        self.mapping_events
+            .as_ref()
+            .map_or(0, MappingEvents::malformed)
     }
 
     fn wait(&self, timeout: Duration) -> Result<(), BpfError> {
@@ -478,13 +546,19 @@ impl EventSource for BpfSampler {
     }
 
     fn poll(&mut self, timeout: Duration, out: &mut Vec<RawEvent>) -> Result<(), BpfError> {
-        let before = out.len();
-        self.drain(out);
-        if out.len() == before {
+        let mut through = self.cutoff();
+        self.drain();
+        if !self.order.has_through(through) {
             self.wait(timeout)?;
-            self.drain(out);
+            through = self.cutoff();
+            self.drain();
         }
+        self.order.release(through, out);
         Ok(())
+    }
+
+    fn lost_mapping_events(&mut self) -> u64 {
+        self.mapping_events.as_ref().map_or(0, MappingEvents::lost)
     }
 
     fn lost_per_cpu(&mut self) -> Result<Vec<u64>, BpfError> {
@@ -801,6 +875,20 @@ fn attach_reason(error: &ProgramError, freq_hz: u64) -> String {
         _ => {}
     }
     reason
+}
+
+/// Adds `fd` to the epoll set, readable-level.
+fn watch(epoll: &OwnedFd, fd: std::os::fd::RawFd) -> io::Result<()> {
+    let mut interest = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: fd as u64,
+    };
+    // SAFETY: both fds are open; `fd` is owned by `BpfSampler` next to the epoll set.
+    let rc = unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut interest) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 fn epoll_for(events: &RingBuf<MapData>) -> io::Result<OwnedFd> {

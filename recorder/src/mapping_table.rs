@@ -1,0 +1,422 @@
+//! The executable mappings of every traced process, as they change: a `/proc` snapshot
+//! for what existed before recording started, then the kernel's mapping events (mmap,
+//! exec, fork) applied in time order with the samples, so a process that has exited by
+//! the time its samples are read still has the mappings it had when they were taken.
+
+// Every frame of every sample is looked up: a fast hash matters here. The keys a target
+// can choose (pids) are bounded by the kernel's pid space.
+use rustc_hash::FxHashMap as HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hotspot_format::ModuleId;
+
+use crate::module_file::{self, ModuleFile, ModuleFiles};
+use crate::proc_maps::{self, Mapping};
+
+/// Where a process's mappings come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// Read from `/proc/PID/maps` (the process existed before its first event): a miss
+    /// may mean a mapping made before the events started, so it re-reads.
+    Snapshot,
+    /// Known from the process's start (its fork or exec) through events alone.
+    Events,
+}
+
+/// One process's executable mappings, sorted by start and not overlapping, with what
+/// was found for each.
+#[derive(Debug, Clone)]
+pub struct ProcessMaps {
+    pub maps: Vec<Mapping>,
+    /// Module id of each mapping in `maps`, filled lazily (reading a build-id costs I/O).
+    pub modules: Vec<Option<ModuleId>>,
+    /// The file of each mapping in `maps` (`Some(None)`: looked for, not an ELF file),
+    /// filled lazily; shared through [`ModuleFiles`].
+    pub files: Vec<Option<Option<Arc<ModuleFile>>>>,
+    source: Source,
+    /// Monotonic ns from which events apply: when `/proc` was read (an older event is
+    /// already in what was read), or the fork or exec the mappings start from.
+    since_ns: u64,
+    /// `/proc` had nothing (the process was gone): no point reading it again.
+    gone: bool,
+}
+
+impl ProcessMaps {
+    fn new(maps: Vec<Mapping>, source: Source, since_ns: u64) -> Self {
+        ProcessMaps {
+            modules: vec![None; maps.len()],
+            files: vec![None; maps.len()],
+            maps,
+            source,
+            since_ns,
+            gone: false,
+        }
+    }
+
+    /// Adds a mapping, replacing whatever it overlaps (the kernel unmaps what a new
+    /// mapping covers); the parts of an old mapping outside it stay, with what was found
+    /// for it (same file, same module).
+    fn insert(&mut self, m: Mapping) {
+        let n = self.maps.len();
+        let mut maps = Vec::with_capacity(n + 2);
+        let mut modules = Vec::with_capacity(n + 2);
+        let mut files = Vec::with_capacity(n + 2);
+        let old = std::mem::take(&mut self.maps)
+            .into_iter()
+            .zip(std::mem::take(&mut self.modules))
+            .zip(std::mem::take(&mut self.files));
+        for ((o, module), file) in old {
+            if o.end <= m.start || o.start >= m.end {
+                maps.push(o);
+                modules.push(module);
+                files.push(file);
+                continue;
+            }
+            if o.start < m.start {
+                maps.push(Mapping {
+                    end: m.start,
+                    ..o.clone()
+                });
+                modules.push(module);
+                files.push(file.clone());
+            }
+            if o.end > m.end {
+                maps.push(Mapping {
+                    start: m.end,
+                    offset: o.offset.wrapping_add(m.end - o.start),
+                    ..o
+                });
+                modules.push(module);
+                files.push(file);
+            }
+        }
+        let at = maps.partition_point(|x: &Mapping| x.start < m.start);
+        maps.insert(at, m);
+        modules.insert(at, None);
+        files.insert(at, None);
+        self.maps = maps;
+        self.modules = modules;
+        self.files = files;
+    }
+}
+
+/// Most executable mappings one process may hold: a target mapping more (a crafted
+/// program, or one leaking JIT regions) has the oldest dropped rather than exhaust the
+/// recorder (each new mapping costs a pass over the others). Real programs: 10 to 500.
+const MAX_MAPPINGS: usize = 4096;
+
+/// Don't re-read a process's maps more often than this when addresses miss them (a JIT
+/// keeps missing).
+const MAPS_REFRESH_NS: u64 = 5_000_000;
+
+/// Every traced process's mappings.
+#[derive(Debug)]
+pub struct MappingTable {
+    proc_root: PathBuf,
+    spaces: HashMap<u32, ProcessMaps>,
+    /// Mapping events were lost: maps known from events may be incomplete, so a miss
+    /// re-reads `/proc` for them too.
+    events_lost: bool,
+}
+
+impl MappingTable {
+    pub fn new(proc_root: impl Into<PathBuf>) -> Self {
+        MappingTable {
+            proc_root: proc_root.into(),
+            spaces: HashMap::default(),
+            events_lost: false,
+        }
+    }
+
+    pub fn proc_root(&self) -> &Path {
+        &self.proc_root
+    }
+
+    /// Reads `pid`'s mappings from `/proc` now, unless they are known already.
+    pub fn snapshot(&mut self, pid: u32) {
+        self.entry(pid);
+    }
+
+    fn entry(&mut self, pid: u32) -> &mut ProcessMaps {
+        let root = &self.proc_root;
+        self.spaces.entry(pid).or_insert_with(|| read(root, pid))
+    }
+
+    /// The maps of `pid` (read from `/proc` the first time a process without events is
+    /// seen).
+    pub fn get(&mut self, pid: u32) -> &ProcessMaps {
+        self.entry(pid)
+    }
+
+    /// Index of the mapping of `pid` holding `addr` in a sample taken at `sample_ns`.
+    /// A miss re-reads `/proc` where that can explain it: maps read from there (a
+    /// library mapped between the read and the first events), or any maps once
+    /// mapping events were lost; never for a sample older than the read (an older
+    /// sample cannot be explained by a newer mapping), and at most every 5 ms.
+    pub fn find(&mut self, pid: u32, addr: u64, sample_ns: u64) -> Option<usize> {
+        let events_lost = self.events_lost;
+        let root = self.proc_root.clone();
+        let e = self.entry(pid);
+        if let Some(i) = index(&e.maps, addr) {
+            return Some(i);
+        }
+        if e.gone || (e.source == Source::Events && !events_lost) {
+            return None;
+        }
+        let now = crate::session::monotonic_ns();
+        if sample_ns <= e.since_ns || now.saturating_sub(e.since_ns) < MAPS_REFRESH_NS {
+            return None;
+        }
+        let fresh = read(&root, pid);
+        if fresh.gone {
+            e.gone = true;
+            return None;
+        }
+        if fresh.maps != e.maps {
+            let source = e.source;
+            *e = ProcessMaps { source, ..fresh };
+        } else {
+            e.since_ns = fresh.since_ns;
+        }
+        index(&e.maps, addr)
+    }
+
+    /// The mapping at `idx` of `pid`.
+    pub fn mapping(&self, pid: u32, idx: usize) -> Option<&Mapping> {
+        self.spaces.get(&pid)?.maps.get(idx)
+    }
+
+    /// The module found for `pid`'s mapping `idx`, if one was.
+    pub fn module(&self, pid: u32, idx: usize) -> Option<ModuleId> {
+        *self.spaces.get(&pid)?.modules.get(idx)?
+    }
+
+    pub fn set_module(&mut self, pid: u32, idx: usize, id: ModuleId) {
+        if let Some(slot) = self
+            .spaces
+            .get_mut(&pid)
+            .and_then(|e| e.modules.get_mut(idx))
+        {
+            *slot = Some(id);
+        }
+    }
+
+    /// The file mapped at `pid`'s mapping `idx`, looked for once per mapping.
+    pub fn file_of(
+        &mut self,
+        files: &mut ModuleFiles,
+        pid: u32,
+        idx: usize,
+    ) -> Option<Arc<ModuleFile>> {
+        let e = self.spaces.get_mut(&pid)?;
+        if let Some(Some(known)) = e.files.get(idx) {
+            return known.clone();
+        }
+        let m = e.maps.get(idx)?;
+        let file = module_file::of_mapping(files, &self.proc_root, pid, m);
+        if let Some(slot) = e.files.get_mut(idx) {
+            *slot = Some(file.clone());
+        }
+        file
+    }
+
+    /// A traced process mapped executable memory at `time_ns`.
+    pub fn mmap(&mut self, pid: u32, m: Mapping, time_ns: u64) {
+        if m.end <= m.start {
+            return;
+        }
+        // A process first seen through this event: read what it mapped before (the read
+        // holds this mapping too).
+        let e = self.entry(pid);
+        if time_ns < e.since_ns {
+            return;
+        }
+        if e.maps.len() >= MAX_MAPPINGS {
+            e.maps.remove(0);
+            e.modules.remove(0);
+            e.files.remove(0);
+        }
+        e.insert(m);
+    }
+
+    /// A traced process replaced its image at `time_ns`: its mappings start over, from
+    /// the events that follow.
+    pub fn exec(&mut self, pid: u32, time_ns: u64) {
+        if self.spaces.get(&pid).is_some_and(|e| time_ns < e.since_ns) {
+            // Read from /proc after this exec: what was read is the new image already.
+            return;
+        }
+        self.spaces
+            .insert(pid, ProcessMaps::new(Vec::new(), Source::Events, time_ns));
+    }
+
+    /// A traced process forked `child` at `time_ns`: the child starts with a copy of the
+    /// parent's mappings (a parent not seen yet is read from `/proc` first: it just
+    /// forked, so it lives).
+    pub fn fork(&mut self, parent: u32, child: u32, time_ns: u64) {
+        let p = self.entry(parent);
+        if p.gone {
+            return;
+        }
+        let mut c = p.clone();
+        c.since_ns = time_ns;
+        c.gone = false;
+        self.spaces.insert(child, c);
+    }
+
+    /// A traced process exited: no sample of it is left to read (events arrive in time
+    /// order), so its mappings go.
+    pub fn exit(&mut self, pid: u32) {
+        self.spaces.remove(&pid);
+    }
+
+    /// Mapping events were lost: from now on a miss may re-read `/proc` for any process.
+    pub fn events_were_lost(&mut self) {
+        self.events_lost = true;
+    }
+
+    /// Processes whose mappings are held.
+    pub fn len(&self) -> usize {
+        self.spaces.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spaces.is_empty()
+    }
+}
+
+/// `pid`'s mappings from `/proc` (empty and `gone` when it has none to show).
+fn read(root: &Path, pid: u32) -> ProcessMaps {
+    let since = crate::session::monotonic_ns();
+    let maps = proc_maps::read_maps(root, pid).unwrap_or_default();
+    let gone = maps.is_empty();
+    let mut e = ProcessMaps::new(maps, Source::Snapshot, since);
+    e.gone = gone;
+    e
+}
+
+fn index(maps: &[Mapping], addr: u64) -> Option<usize> {
+    let i = maps.partition_point(|m| m.start <= addr).checked_sub(1)?;
+    (addr < maps[i].end).then_some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(start: u64, end: u64, offset: u64, path: &str) -> Mapping {
+        Mapping {
+            start,
+            end,
+            offset,
+            inode: 1,
+            path: path.into(),
+        }
+    }
+
+    /// A table whose `/proc` has nothing (every process is new to it).
+    fn table() -> MappingTable {
+        MappingTable::new("/nonexistent-proc")
+    }
+
+    #[test]
+    fn a_new_mapping_replaces_what_it_overlaps_and_keeps_the_rest() {
+        let mut t = table();
+        t.exec(5, 10);
+        t.mmap(5, m(0x1000, 0x5000, 0, "/a"), 11);
+        t.set_module(5, 0, 7);
+        t.mmap(5, m(0x2000, 0x3000, 0x40, "/b"), 12);
+        let e = t.get(5);
+        let got: Vec<_> = e
+            .maps
+            .iter()
+            .map(|x| (x.start, x.end, x.offset, x.path.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0x1000, 0x2000, 0, "/a"),
+                (0x2000, 0x3000, 0x40, "/b"),
+                (0x3000, 0x5000, 0x2000, "/a"),
+            ]
+        );
+        assert_eq!(
+            e.modules,
+            [Some(7), None, Some(7)],
+            "pieces keep their module"
+        );
+        assert_eq!(t.find(5, 0x2fff, 20), Some(1));
+        assert_eq!(t.find(5, 0x4fff, 20), Some(2));
+        assert_eq!(
+            t.find(5, 0x5000, 20),
+            None,
+            "event-fed maps do not re-read /proc"
+        );
+    }
+
+    #[test]
+    fn exec_starts_over_and_fork_inherits() {
+        let mut t = table();
+        t.exec(5, 10);
+        t.mmap(5, m(0x1000, 0x2000, 0, "/bin/sh"), 11);
+        t.fork(5, 6, 12);
+        t.mmap(5, m(0x8000, 0x9000, 0, "/lib/late.so"), 13);
+        assert_eq!(
+            t.find(6, 0x1800, 14),
+            Some(0),
+            "the child has the parent's mappings"
+        );
+        assert_eq!(
+            t.find(6, 0x8800, 14),
+            None,
+            "but not what the parent mapped later"
+        );
+        t.exec(6, 15);
+        t.mmap(6, m(0x4000, 0x5000, 0, "/usr/bin/sha256sum"), 16);
+        assert_eq!(
+            t.find(6, 0x1800, 17),
+            None,
+            "the old image is gone after exec"
+        );
+        assert_eq!(
+            t.mapping(6, 0).map(|x| x.path.as_str()),
+            Some("/usr/bin/sha256sum")
+        );
+        assert_eq!(t.find(5, 0x1800, 17), Some(0), "the parent keeps its own");
+        t.exit(6);
+        assert_eq!(t.mapping(6, 0), None);
+        // A parent that cannot be read: nothing to inherit, the child is read when seen.
+        t.fork(99, 100, 1);
+        assert!(!t.spaces.contains_key(&100));
+    }
+
+    #[test]
+    fn events_older_than_a_proc_read_are_already_in_it() {
+        let mut t = MappingTable::new("/proc");
+        let me = std::process::id();
+        t.snapshot(me);
+        let read_at = t.get(me).since_ns;
+        let before = t.get(me).maps.clone();
+        assert!(
+            !before.is_empty(),
+            "our own process has executable mappings"
+        );
+        t.exec(me, read_at - 1);
+        t.mmap(me, m(0x10, 0x20, 0, "/old"), read_at - 1);
+        assert_eq!(t.get(me).maps, before, "older events change nothing");
+        t.mmap(me, m(0x10, 0x20, 0, "/new"), read_at + 1);
+        assert_eq!(t.mapping(me, 0).map(|x| x.path.as_str()), Some("/new"));
+    }
+
+    #[test]
+    fn a_process_holds_a_bounded_number_of_mappings() {
+        let mut t = table();
+        t.exec(1, 0);
+        for i in 0..(MAX_MAPPINGS as u64 + 10) {
+            t.mmap(1, m(0x1000 * (i + 1), 0x1000 * (i + 1) + 0x800, 0, ""), 1);
+        }
+        assert_eq!(t.get(1).maps.len(), MAX_MAPPINGS);
+        assert_eq!(t.find(1, 0x1000, 2), None, "the oldest went");
+    }
+}
