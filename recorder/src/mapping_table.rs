@@ -56,53 +56,50 @@ impl ProcessMaps {
 
     /// Adds a mapping, replacing whatever it overlaps (the kernel unmaps what a new
     /// mapping covers); the parts of an old mapping outside it stay, with what was found
-    /// for it (same file, same module).
+    /// for it (same file, same module). The mappings are sorted and disjoint, so the ones
+    /// it overlaps are one run, found by binary search.
     fn insert(&mut self, m: Mapping) {
-        let n = self.maps.len();
-        let mut maps = Vec::with_capacity(n + 2);
-        let mut modules = Vec::with_capacity(n + 2);
-        let mut files = Vec::with_capacity(n + 2);
-        let old = std::mem::take(&mut self.maps)
-            .into_iter()
-            .zip(std::mem::take(&mut self.modules))
-            .zip(std::mem::take(&mut self.files));
-        for ((o, module), file) in old {
-            if o.end <= m.start || o.start >= m.end {
-                maps.push(o);
-                modules.push(module);
-                files.push(file);
-                continue;
-            }
-            if o.start < m.start {
-                maps.push(Mapping {
-                    end: m.start,
-                    ..o.clone()
-                });
-                modules.push(module);
-                files.push(file.clone());
-            }
-            if o.end > m.end {
-                maps.push(Mapping {
-                    start: m.end,
-                    offset: o.offset.wrapping_add(m.end - o.start),
-                    ..o
-                });
-                modules.push(module);
-                files.push(file);
-            }
+        let lo = self.maps.partition_point(|x| x.end <= m.start);
+        let hi = self.maps.partition_point(|x| x.start < m.end).max(lo);
+        let mut maps = Vec::with_capacity(3);
+        let mut modules = Vec::with_capacity(3);
+        let mut files = Vec::with_capacity(3);
+        if let Some(first) = self.maps.get(lo).filter(|o| lo < hi && o.start < m.start) {
+            maps.push(Mapping {
+                end: m.start,
+                ..first.clone()
+            });
+            modules.push(self.modules[lo]);
+            files.push(self.files[lo].clone());
         }
-        let at = maps.partition_point(|x: &Mapping| x.start < m.start);
-        maps.insert(at, m);
-        modules.insert(at, None);
-        files.insert(at, None);
-        self.maps = maps;
-        self.modules = modules;
-        self.files = files;
+        let (start, end) = (m.start, m.end);
+        maps.push(m);
+        modules.push(None);
+        files.push(None);
+        if let Some(last) = hi
+            .checked_sub(1)
+            .filter(|&l| l >= lo && lo < hi)
+            .and_then(|l| self.maps.get(l).map(|o| (l, o)))
+            .filter(|(_, o)| o.end > end)
+        {
+            let (l, o) = last;
+            maps.push(Mapping {
+                start: end,
+                offset: o.offset.wrapping_add(end - o.start),
+                ..o.clone()
+            });
+            modules.push(self.modules[l]);
+            files.push(self.files[l].clone());
+        }
+        debug_assert!(start < end);
+        self.maps.splice(lo..hi, maps);
+        self.modules.splice(lo..hi, modules);
+        self.files.splice(lo..hi, files);
     }
 }
 
 /// Most executable mappings one process may hold: a target mapping more (a crafted
-/// program, or one leaking JIT regions) has the oldest dropped rather than exhaust the
+/// program, or one leaking JIT regions) has its lowest one dropped rather than exhaust the
 /// recorder (each new mapping costs a pass over the others). Real programs: 10 to 500.
 const MAX_MAPPINGS: usize = 4096;
 
@@ -356,6 +353,33 @@ mod tests {
     }
 
     #[test]
+    fn a_mapping_across_several_keeps_only_their_outer_parts() {
+        let mut t = table();
+        t.exec(5, 0);
+        t.mmap(5, m(0x1000, 0x2000, 0, "/a"), 1);
+        t.mmap(5, m(0x3000, 0x4000, 0, "/b"), 1);
+        t.mmap(5, m(0x5000, 0x6000, 0x10000, "/c"), 1);
+        t.mmap(5, m(0x1800, 0x5800, 0, "/n"), 2);
+        // In a gap, between two.
+        t.mmap(5, m(0x7000, 0x8000, 0, "/g"), 3);
+        let got: Vec<_> = t
+            .get(5)
+            .maps
+            .iter()
+            .map(|x| (x.start, x.end, x.offset, x.path.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0x1000, 0x1800, 0, "/a"),
+                (0x1800, 0x5800, 0, "/n"),
+                (0x5800, 0x6000, 0x10800, "/c"),
+                (0x7000, 0x8000, 0, "/g"),
+            ]
+        );
+    }
+
+    #[test]
     fn exec_starts_over_and_fork_inherits() {
         let mut t = table();
         t.exec(5, 10);
@@ -417,6 +441,6 @@ mod tests {
             t.mmap(1, m(0x1000 * (i + 1), 0x1000 * (i + 1) + 0x800, 0, ""), 1);
         }
         assert_eq!(t.get(1).maps.len(), MAX_MAPPINGS);
-        assert_eq!(t.find(1, 0x1000, 2), None, "the oldest went");
+        assert_eq!(t.find(1, 0x1000, 2), None, "the lowest went");
     }
 }
