@@ -501,8 +501,8 @@ impl BpfSampler {
         }
     }
 
-    /// Mapping records the kernel dropped (its rings were full) and records that did
-    /// not decode, so far.
+    /// Records of the mapping events that did not decode, so far (a kernel writing
+    /// what `perf_records` does not expect).
     pub fn mapping_events_malformed(&self) -> u64 {
         self.mapping_events
             .as_ref()
