@@ -124,7 +124,11 @@ fn a_library_loaded_by_a_process_that_exits_at_once_is_named() {
     // Twenty processes that each load libm, call it for 20 ms and exit: most are gone
     // before their samples are read.
     let script = format!("for i in $(seq 20); do {} 0.02; done", bin.display());
-    let c = record(&d.path().join("dl.hsp"), &["-F", "999"], &["sh", "-c", &script]);
+    let c = record(
+        &d.path().join("dl.hsp"),
+        &["-F", "999"],
+        &["sh", "-c", &script],
+    );
     assert_no_jit(&c);
     let libm: Vec<Leaf> = leaves(&c)
         .into_iter()

@@ -282,19 +282,23 @@ fn record_by_pid_with_duration() {
     assert!(self_samples(&folded(&c, &Filter::default()), "busy_leaf") as usize > n / 2);
 }
 
-/// `record -d 1 -- ARGV`: the capture and hotspot's stderr.
+/// `record -d 1 -- ARGV`: the capture and hotspot's stderr. Its output goes to a file,
+/// not a pipe: a command left running holds a pipe open.
 fn record_for_a_second(out: &std::path::Path, extra: &[&str], argv: &[&str]) -> (Capture, String) {
     let _g = common::recording::serial();
-    let res = hotspot()
+    let log = out.with_extension("stderr");
+    let status = hotspot()
         .args(["record", "-d", "1", "-o"])
         .arg(out)
         .args(extra)
         .arg("--")
         .args(argv)
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("stderr file"))
+        .status()
         .expect("run");
-    let stderr = String::from_utf8_lossy(&res.stderr).into_owned();
-    assert!(res.status.success(), "{stderr}");
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success(), "{stderr}");
     (Capture::open(out).expect("opens"), stderr)
 }
 
@@ -336,10 +340,19 @@ fn a_duration_ends_the_command_it_started() {
             "{argv:?}: clean end"
         );
         assert!(!c.samples.is_empty(), "{argv:?}");
-        // The stubborn shell's busy child ignores SIGTERM too and is not ours to kill.
+        // The stubborn shell's own child (which ignores SIGTERM too) went with it.
+        let left = Command::new("pgrep")
+            .args(["-f", &format!("{busy} 601")])
+            .output()
+            .expect("pgrep");
+        let left = String::from_utf8_lossy(&left.stdout).trim().to_string();
         let _ = Command::new("pkill")
             .args(["-KILL", "-f", &format!("{busy} 601")])
             .status();
+        assert!(
+            left.is_empty(),
+            "{argv:?}: the command's child {left} still runs"
+        );
     }
     // --keep-running leaves it running, and says so.
     let out = d.path().join("k.hsp");

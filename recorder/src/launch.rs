@@ -176,18 +176,21 @@ impl GatedChild {
 
     /// Ends the child with the recording: gives it `settle` to exit by itself (a Ctrl-C
     /// from the terminal reached it too), then SIGTERM, then SIGKILL after `grace`; waits
-    /// for it and says how it ended.
+    /// for it and says how it ended. The processes it started (a shell's commands) get
+    /// the same signals, so that none is left running once the command is gone.
     pub fn end(&mut self, settle: Duration, grace: Duration) -> Ending {
         if self.wait_for(settle) {
             return Ending::Exited;
         }
-        // SAFETY: kill(2) on our own child, not reaped yet, so the pid is still its.
-        unsafe { libc::kill(self.pid, libc::SIGTERM) };
-        if self.wait_for(grace) {
+        // Found before any signal: once the command dies its children are re-parented.
+        let tree = descendants(self.pid);
+        signal_all(self.pid, &tree, libc::SIGTERM);
+        let ended = self.wait_for(grace);
+        let left: Vec<libc::pid_t> = tree.into_iter().filter(|&p| alive(p)).collect();
+        if ended && left.is_empty() {
             return Ending::Terminated;
         }
-        // SAFETY: as above.
-        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        signal_all(self.pid, &left, libc::SIGKILL);
         self.wait();
         Ending::Killed
     }
@@ -217,6 +220,68 @@ impl GatedChild {
             -1
         })
     }
+}
+
+/// Sends `sig` to `pid` (our child, unless reaped) and to `others` (its descendants).
+fn signal_all(pid: libc::pid_t, others: &[libc::pid_t], sig: libc::c_int) {
+    for &p in std::iter::once(&pid).chain(others) {
+        // SAFETY: kill(2) with a valid signal; a pid that is gone is an error we ignore.
+        unsafe { libc::kill(p, sig) };
+    }
+}
+
+/// True while `pid` exists and is not a zombie.
+fn alive(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_ascii_whitespace()
+                .next()
+                .map(|state| state != "Z")
+        })
+        .unwrap_or(false)
+}
+
+/// Every process below `root`, from /proc's parent links (children before
+/// grandchildren).
+fn descendants(root: libc::pid_t) -> Vec<libc::pid_t> {
+    let mut parent_of = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(pid) = e
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<libc::pid_t>().ok())
+            else {
+                continue;
+            };
+            let ppid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let rest = &s[s.rfind(')')? + 1..];
+                    rest.split_ascii_whitespace()
+                        .nth(1)?
+                        .parse::<libc::pid_t>()
+                        .ok()
+                });
+            if let Some(ppid) = ppid {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    // Bounded by the number of processes: each is added at most once.
+    while let Some(p) = frontier.pop() {
+        for &(child, ppid) in &parent_of {
+            if ppid == p && !out.contains(&child) && child != root {
+                out.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    out
 }
 
 fn which(prog: &str) -> Option<std::path::PathBuf> {
@@ -255,10 +320,17 @@ mod tests {
         ])
         .expect("spawn");
         g.release().expect("release");
-        // Let the shell install its trap before it is signalled.
+        // Let the shell install its trap and start its child before it is signalled.
         std::thread::sleep(Duration::from_millis(200));
+        let tree = descendants(g.pid() as libc::pid_t);
+        assert!(!tree.is_empty(), "the shell's sleep");
         assert_eq!(g.end(short, short), Ending::Killed);
         assert_eq!(g.exit_code(), Some(128 + libc::SIGKILL));
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            tree.iter().all(|&p| !alive(p)),
+            "the shell's children were ended too: {tree:?}"
+        );
         let mut g = GatedChild::spawn(&["true".to_string()]).expect("spawn");
         g.release().expect("release");
         assert_eq!(g.end(Duration::from_secs(5), short), Ending::Exited);
