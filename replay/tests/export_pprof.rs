@@ -9,7 +9,7 @@ use std::io::Read;
 use std::process::Command;
 
 use export_common::{run, scan, tmp, with_slice};
-use hotspot_replay::export::{Selection, pprof};
+use hotspot_replay::export::{ExportOptions, Format, Selection, pprof};
 use hotspot_replay::flat::flat;
 
 /// `go tool pprof -top` rows: function name → (flat, cum) in samples.
@@ -69,7 +69,13 @@ fn go_tool_pprof_agrees_with_the_report() {
             let dir = tmp(&format!("pprof-{name}-{no_kernel}"));
             let file = dir.join("profile.pb.gz");
             let (total, rows) = with_slice(name, &sel, false, |s| {
-                std::fs::write(&file, pprof::encode(s).expect("encode")).expect("write");
+                std::fs::write(
+                    &file,
+                    Format::Pprof
+                        .render(s, &ExportOptions::default())
+                        .expect("encode"),
+                )
+                .expect("write");
                 (s.folded.total, flat(&s.folded))
             });
             let (pprof_total, pprof_rows) = pprof_top(&file, &dir);
@@ -106,7 +112,9 @@ fn profile_fields_are_as_documented() {
     let sel = Selection::default();
     let s = scan("split7030.hsp", &sel, false);
     let slice = hotspot_replay::export::Slice::new(&s, &sel).expect("slice");
-    let gz = pprof::encode(&slice).expect("encode");
+    let gz = Format::Pprof
+        .render(&slice, &ExportOptions::default())
+        .expect("encode");
     assert_eq!(&gz[..2], &[0x1f, 0x8b], "gzip magic");
     let mut raw = Vec::new();
     flate2::read::GzDecoder::new(&gz[..])

@@ -14,6 +14,7 @@ use std::io::Write;
 use flate2::{Compression, GzBuilder};
 use hotspot_format::{FrameAddr, FrameId, ModuleId};
 
+use super::ExportOptions;
 use super::error::ExportError;
 use super::slice::{LOST_STACK, NO_FRAMES, Slice};
 use crate::flat::FunctionKey;
@@ -394,7 +395,7 @@ pub fn profile(slice: &Slice) -> Profile {
 
 /// Writes the gzipped encoding of [`profile`]. The gzip header carries no time or name,
 /// so the bytes depend on the input only.
-pub fn write(slice: &Slice, w: &mut dyn Write) -> Result<(), ExportError> {
+pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), ExportError> {
     let raw = prost::Message::encode_to_vec(&profile(slice));
     let render = |source| ExportError::Render {
         what: "pprof profile",
@@ -404,11 +405,4 @@ pub fn write(slice: &Slice, w: &mut dyn Write) -> Result<(), ExportError> {
     gz.write_all(&raw).map_err(render)?;
     gz.finish().map_err(render)?;
     Ok(())
-}
-
-/// [`write`] into memory.
-pub fn encode(slice: &Slice) -> Result<Vec<u8>, ExportError> {
-    let mut out = Vec::new();
-    write(slice, &mut out)?;
-    Ok(out)
 }
