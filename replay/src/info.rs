@@ -10,8 +10,9 @@ use hotspot_format::{Module, ModuleId, ModuleKind, StackId};
 use serde::Serialize;
 
 use crate::capture::Capture;
-use crate::export::json::{CaptureInfo, Session, capture_info_of, pct, session_of};
+use crate::export::pct;
 use crate::export::scan::{Scan, Sizes};
+use crate::export::summary::{CaptureInfo, Session, capture_info_of, session_of};
 use crate::names::{self, UNKNOWN, short_module};
 use crate::sanitize::display;
 

@@ -1,14 +1,12 @@
 //! hotspot's replay side: reads captures and folds them into profiles, views and reports.
 
 pub mod capture;
-pub mod diff;
 pub mod error;
 pub mod export;
 pub mod flat;
 pub mod info;
 pub mod names;
 pub mod profile;
-pub mod report;
 pub mod resymbolize;
 pub mod sanitize;
 pub mod tree;
