@@ -1,8 +1,6 @@
 //! hotspot's recorder: turns BPF samples of live processes into a capture.
 
 pub mod bpf;
-pub mod build_id;
-pub mod debug_lines;
 pub mod error;
 pub mod frame_table;
 pub mod kallsyms;
@@ -12,7 +10,6 @@ pub mod module_file;
 pub mod module_table;
 pub mod normalizer;
 pub mod output;
-pub mod perf_map;
 pub mod privilege;
 pub mod proc_maps;
 pub mod process_table;

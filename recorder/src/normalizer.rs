@@ -10,7 +10,6 @@ use hotspot_format::{
     FormatError, FrameAddr, FrameId, ModuleId, ModuleKind, Record, SourceLoc, Symbol,
 };
 
-use crate::build_id;
 use crate::frame_table::FrameTable;
 use crate::kallsyms::{KernelName, KernelSymbols};
 use crate::mapping_table::MappingTable;
@@ -20,6 +19,7 @@ use crate::proc_maps::MappingKind;
 use crate::process_table::ProcessTable;
 use crate::sink::Sink;
 use crate::user_stack::{Reason, UserSample, UserStacks};
+use hotspot_symbols::build_id;
 use hotspot_unwind::Frame;
 
 /// A user frame that still needs a name (resolved off the sampling path).
