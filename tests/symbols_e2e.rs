@@ -306,3 +306,158 @@ fn no_kernel_address_in_any_record() {
         "the syscall fixture must produce kernel frames"
     );
 }
+
+/// (file offset, virtual address) of the executable `PT_LOAD` of `bin`, from readelf.
+fn code_segment(bin: &Path) -> (u64, u64) {
+    let out = common::run_tool(Command::new("readelf").arg("-lW").arg(bin));
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("LOAD") && l.contains(" R E "))
+        .unwrap_or_else(|| panic!("no executable LOAD in {}:\n{out}", bin.display()));
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex");
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    (hex(fields[1]), hex(fields[2]))
+}
+
+/// `--symbols` names frames by the recorder's rule (issue 15). A non-PIE binary's code
+/// sits at a virtual address other than its file offset (0x401000 against 0x1000), and
+/// its separate debug file keeps no file ranges in its program headers. The former
+/// `--symbols` mapped offsets through the debug file's segments with a raw-offset
+/// fallback, so it looked names up at the file offset and named nothing; now the binary
+/// is named as the recorder names it, from the same library.
+#[test]
+fn symbols_name_a_non_pie_binary_as_the_recorder_does() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let built = common::fixture_with("split7030", &["-fno-pie", "-no-pie"], "nopie");
+    let (offset, vaddr) = code_segment(&built);
+    assert_ne!(
+        offset, vaddr,
+        "the test needs code whose offset is not its address"
+    );
+    let debug_dir = d.path().join("debug");
+    let with = d.path().join("with");
+    let without = d.path().join("without");
+    for dir in [&debug_dir, &with, &without] {
+        std::fs::create_dir(dir).expect("mkdir");
+    }
+    let debug = debug_dir.join("split7030.debug");
+    common::run_tool(
+        Command::new("objcopy")
+            .arg("--only-keep-debug")
+            .arg(&built)
+            .arg(&debug),
+    );
+    // Beside the binary, where the recorder finds it by the debug link.
+    std::fs::copy(&debug, with.join("split7030.debug")).expect("copy");
+    let stripped = with.join("split7030");
+    common::run_tool(
+        Command::new("objcopy")
+            .arg("--strip-all")
+            .arg("--add-gnu-debuglink")
+            .arg(with.join("split7030.debug"))
+            .arg(&built)
+            .arg(&stripped),
+    );
+    let bare = without.join("split7030");
+    std::fs::copy(&stripped, &bare).expect("copy");
+    let symbols = ["--symbols", debug_dir.to_str().expect("utf-8")];
+
+    // Named by the recorder (the debug file beside the binary): `--symbols` with the
+    // same debug file gives every frame the name the recorder gave it.
+    let cap = d.path().join("with.hsp");
+    record(&cap, &[&stripped], &["1"]);
+    let recorded = report(&cap, &["--format", "folded"]);
+    assert!(
+        recorded.contains("hot_leaf"),
+        "the recorder names a non-PIE binary:\n{recorded}"
+    );
+    assert_eq!(report(&cap, &["--format", "folded"]), recorded);
+    for format in ["folded", "text", "json"] {
+        assert_eq!(
+            report(&cap, &["--format", format, symbols[0], symbols[1]]),
+            report(&cap, &["--format", format]),
+            "--symbols renamed frames the recorder had named ({format})"
+        );
+    }
+
+    // Not named at record time: `--symbols` names every frame of the binary, the
+    // binary's own program headers giving the addresses.
+    let cap = d.path().join("without.hsp");
+    record(&cap, &[&bare], &["1"]);
+    let plain = report(&cap, &[]);
+    assert!(
+        plain.contains("split7030+0x"),
+        "unnamed without debug file:\n{plain}"
+    );
+    let named = report(&cap, &symbols);
+    assert!(
+        named_hot_leaf(&named),
+        "--symbols names a non-PIE binary:\n{named}"
+    );
+    assert!(
+        !named.contains("split7030+0x"),
+        "a frame was left unnamed:\n{named}"
+    );
+    assert!(
+        named.contains("split7030.c:"),
+        "file:line from the debug file:\n{named}"
+    );
+
+    // The binary gone too: only the debug file's headers are left, and the layout they
+    // imply names the same frames.
+    std::fs::remove_file(&bare).expect("rm");
+    assert_eq!(
+        report(&cap, &symbols),
+        named,
+        "named differently without the binary"
+    );
+}
+
+/// libc named again from its distribution debug file (libc6-dbg: compressed DWARF, the
+/// fast path's case) gets exactly the names and lines the recorder gave it. The former
+/// `--symbols` read that file with blazesym's full DWARF reader and named, for one,
+/// `__errno_location` as `__GI___errno_location`.
+#[test]
+fn symbols_from_libc6_dbg_match_the_recorder() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let cap = d.path().join("m.hsp");
+    record(&cap, &[&common::fixture("memwork")], &["1"]);
+    let bytes = std::fs::read(&cap).expect("read");
+    let (records, _) = read_all(&bytes).expect("decode");
+    let libc = records
+        .iter()
+        .find_map(|r| match r {
+            Record::Module(m) if m.path.ends_with("/libc.so.6") => Some(m.clone()),
+            _ => None,
+        })
+        .expect("memwork maps libc");
+    let hex: String = libc.build_id.iter().map(|b| format!("{b:02x}")).collect();
+    let debug_root = Path::new("/usr/lib/debug");
+    let debug = debug_root
+        .join(".build-id")
+        .join(&hex[..2])
+        .join(format!("{}.debug", &hex[2..]));
+    assert!(
+        debug.is_file(),
+        "{} missing: install libc6-dbg for this test",
+        debug.display()
+    );
+    let sections = common::run_tool(Command::new("readelf").arg("-SW").arg(&debug));
+    assert!(
+        sections
+            .lines()
+            .any(|l| l.contains(" .debug_line ") && l.contains(" C ")),
+        "libc's debug file is expected to be compressed:\n{sections}"
+    );
+    let symbols = ["--symbols", "/usr/lib/debug"];
+    for format in ["text", "folded", "json"] {
+        let top: &[&str] = match format {
+            "folded" => &["--format", "folded"],
+            _ => &["--format", format, "--top", "1000"],
+        };
+        let recorded = report(&cap, top);
+        assert!(recorded.contains("memset") || recorded.contains("memcpy"));
+        let again = report(&cap, &[top, &symbols[..]].concat());
+        assert_eq!(again, recorded, "--symbols renamed libc frames ({format})");
+    }
+}

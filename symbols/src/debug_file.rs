@@ -234,4 +234,36 @@ mod tests {
             PathBuf::from("/usr/lib/debug/.build-id/93/ac61.debug")
         );
     }
+
+    /// A build-id of two bytes (`ld --build-id=0x…` takes any) could be anyone's: the
+    /// former `--symbols` index took every id, so a capture's module with such an id
+    /// (captures are input) was named from whatever file carried it.
+    #[test]
+    fn files_with_implausible_build_ids_are_never_candidates() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("x.c");
+        std::fs::write(&src, "int main(void) { return 0; }\n").expect("write");
+        let build = |name: &str, id: &str| {
+            let out = dir.path().join(name);
+            let status = std::process::Command::new("cc")
+                .arg(format!("-Wl,--build-id={id}"))
+                .arg("-o")
+                .arg(&out)
+                .arg(&src)
+                .status()
+                .expect("run cc");
+            assert!(status.success());
+            out
+        };
+        let short = build("short", "0xabcd");
+        let long = build("long", "0x0123456789abcdef0123");
+        let dirs = SymbolDirs::scan(&[dir.path().to_path_buf()]);
+        let ids: Vec<&Path> = dirs.candidates.iter().map(|c| c.path.as_path()).collect();
+        assert_eq!(ids, [long.as_path()], "only the plausible id is indexed");
+        assert!(dirs.module(&[0xab, 0xcd], &short).is_none());
+        let id = build_id::of_elf_file(&long).expect("plausible");
+        let found = dirs.module(&id, Path::new("/nonexistent")).expect("found");
+        assert_eq!(found.names_from, long);
+        assert!(find(&[0xab, 0xcd], None, &short, &[dir.path().to_path_buf()]).is_none());
+    }
 }
