@@ -1,6 +1,7 @@
 //! hotspot's recorder: turns BPF samples of live processes into a capture.
 
 pub mod bpf;
+pub mod capture_file;
 pub mod error;
 pub mod frame_table;
 pub mod kallsyms;
@@ -9,15 +10,14 @@ pub mod mapping_table;
 pub mod module_file;
 pub mod module_table;
 pub mod normalizer;
-pub mod output;
 pub mod privilege;
 pub mod proc_maps;
 pub mod process_table;
-pub mod recorder;
+pub mod recording;
 pub mod session;
 pub mod sink;
 pub mod symbolizer;
 pub mod user_stack;
 
 pub use error::RecordError;
-pub use recorder::{Progress, RecordConfig, Recorder, StopReason, Summary, run};
+pub use recording::{Progress, RecordConfig, Recorder, StopReason, Summary, run};
