@@ -2,22 +2,22 @@
 
 pub mod bpf;
 pub mod capture_file;
-pub mod error;
-pub mod frame_table;
-pub mod kallsyms;
+pub(crate) mod error;
+pub(crate) mod frame_table;
+pub mod kernel_names;
 pub mod launch;
-pub mod mapping_table;
-pub mod module_file;
-pub mod module_table;
-pub mod normalizer;
+pub(crate) mod mapping_table;
+pub(crate) mod module_file;
+pub(crate) mod module_table;
+pub(crate) mod normalizer;
 pub mod privilege;
 pub mod proc_maps;
-pub mod process_table;
+pub(crate) mod process_table;
 pub mod recording;
 pub mod session;
-pub mod sink;
-pub mod symbolizer;
-pub mod user_stack;
+pub(crate) mod sink;
+pub(crate) mod symbolizer;
+pub(crate) mod user_stack;
 
 pub use error::RecordError;
 pub use recording::{Progress, RecordConfig, Recorder, StopReason, Summary, run};

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use hotspot_symbols::module_file::{FileKey, ModuleFile, ModuleFiles};
+pub use hotspot_symbols::module_file::{ModuleFile, ModuleFiles};
 
 /// The file a process maps at `m` (see [`ModuleFile::open_mapping`]), opened once across
 /// every process that maps it.

@@ -11,7 +11,7 @@ use hotspot_format::{
 };
 
 use crate::frame_table::FrameTable;
-use crate::kallsyms::{KernelName, KernelSymbols};
+use crate::kernel_names::{KernelName, KernelSymbols};
 use crate::mapping_table::MappingTable;
 use crate::module_file::ModuleFiles;
 use crate::module_table::ModuleTable;
@@ -409,7 +409,7 @@ impl Normalizer {
     }
 
     /// Names kernel frames through the kernel itself rather than /proc/kallsyms.
-    pub fn use_bpf_kernel_symbols(&mut self, bpf: crate::bpf::BpfKernelSymbols) {
+    pub fn use_bpf_kernel_symbols(&mut self, bpf: crate::kernel_names::BpfKernelSymbols) {
         self.kallsyms.use_bpf(bpf);
     }
 

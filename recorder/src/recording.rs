@@ -17,7 +17,7 @@ use hotspot_format::{
 
 use crate::bpf::{EventSource, RawEvent, RawSample, StackEnd};
 use crate::error::RecordError;
-use crate::kallsyms::KernelSymbols;
+use crate::kernel_names::KernelSymbols;
 use crate::normalizer::{Normalizer, UserPart};
 use crate::process_table::ProcessTable;
 use crate::sink::Sink;
@@ -137,8 +137,8 @@ impl Recorder {
     }
 
     /// Names kernel frames through the kernel itself (see
-    /// [`BpfKernelSymbols`](crate::bpf::BpfKernelSymbols)) instead of /proc/kallsyms.
-    pub fn use_bpf_kernel_symbols(&mut self, bpf: crate::bpf::BpfKernelSymbols) {
+    /// [`BpfKernelSymbols`](crate::kernel_names::BpfKernelSymbols)) instead of /proc/kallsyms.
+    pub fn use_bpf_kernel_symbols(&mut self, bpf: crate::kernel_names::BpfKernelSymbols) {
         self.norm.use_bpf_kernel_symbols(bpf);
     }
 
