@@ -21,7 +21,7 @@ use crate::kernel_names::KernelSymbols;
 use crate::normalizer::{Normalizer, UserPart};
 use crate::process_table::ProcessTable;
 use crate::sink::Sink;
-use crate::symbolizer::{Loc, Resolved, SymbolWorker};
+use crate::symbols::worker::{Loc, Resolved, SymbolWorker};
 use crate::user_stack::UserSample;
 use hotspot_unwind::{CopyEnd, Regs, StackCopy};
 
