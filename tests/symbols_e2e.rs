@@ -414,9 +414,9 @@ fn symbols_name_a_non_pie_binary_as_the_recorder_does() {
 }
 
 /// libc named again from its distribution debug file (libc6-dbg: compressed DWARF, the
-/// fast path's case) gets exactly the names and lines the recorder gave it. The former
-/// `--symbols` read that file with blazesym's full DWARF reader and named, for one,
-/// `__errno_location` as `__GI___errno_location`.
+/// fast path's case) gets exactly the names and lines the recorder gave it, in every
+/// report format. (memwork's hot frames are named alike by the former `--symbols` too;
+/// the frames it named differently are pinned by the next test.)
 #[test]
 fn symbols_from_libc6_dbg_match_the_recorder() {
     let d = tempfile::tempdir().expect("tempdir");
@@ -460,4 +460,125 @@ fn symbols_from_libc6_dbg_match_the_recorder() {
         let again = report(&cap, &[top, &symbols[..]].concat());
         assert_eq!(again, recorded, "--symbols renamed libc frames ({format})");
     }
+}
+
+/// The libc this test process maps (the one libc6-dbg has the debug file of).
+fn our_libc() -> PathBuf {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.ends_with("/libc.so.6"))
+        .map(PathBuf::from)
+        .expect("this test links libc")
+}
+
+/// A capture with one frame per libc function of `functions` (by their file offsets)
+/// and no names, as a recording whose symboliser was killed before naming any.
+fn unnamed_libc_capture(libc: &Path, functions: &[&str]) -> Vec<u8> {
+    use hotspot_format::{
+        Frame, Module, ModuleKind, Process, Sample, SessionHeader, Stack, Thread, Writer,
+    };
+    let id = common::build_id(libc).expect("libc has a build-id");
+    let build_id: Vec<u8> = (0..id.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&id[i..i + 2], 16).expect("hex"))
+        .collect();
+    let (seg_offset, seg_vaddr) = code_segment(libc);
+    let symbols = common::run_tool(Command::new("nm").args(["-D", "--defined-only"]).arg(libc));
+    let session = SessionHeader {
+        arch: "x86_64".into(),
+        freq_hz: 499,
+        targets: vec![7],
+        ..SessionHeader::default()
+    };
+    let mut w = Writer::new(Vec::new(), session).expect("writer");
+    let defs = [
+        Record::Process(Process {
+            pid: 7,
+            ppid: 1,
+            name: "t".into(),
+            cmdline: vec![],
+            exe: String::new(),
+            start_ns: 0,
+        }),
+        Record::Thread(Thread {
+            tid: 7,
+            pid: 7,
+            name: "t".into(),
+            time_ns: 0,
+        }),
+        Record::Module(Module {
+            id: 0,
+            kind: ModuleKind::Elf,
+            path: libc.to_string_lossy().into_owned(),
+            build_id,
+        }),
+    ];
+    for r in defs {
+        w.push(r).expect("push");
+    }
+    for (i, name) in functions.iter().enumerate() {
+        let vaddr = symbols
+            .lines()
+            .find_map(|l| {
+                let mut f = l.split_whitespace();
+                let addr = f.next()?;
+                let sym = f.nth(1)?;
+                (sym.split('@').next() == Some(*name))
+                    .then(|| u64::from_str_radix(addr, 16).expect("hex"))
+            })
+            .unwrap_or_else(|| panic!("{name} not in libc's dynamic symbols"));
+        let i = i as u32;
+        w.push(Record::Frame(Frame {
+            id: i,
+            module: 0,
+            // Inside the function, as a sampled address is.
+            addr: FrameAddr::FileOffset(vaddr + 4 - seg_vaddr + seg_offset),
+        }))
+        .expect("push");
+        w.push(Record::Stack(Stack {
+            id: i,
+            frames: vec![i],
+        }))
+        .expect("push");
+        w.push_sample(Sample {
+            time_ns: 1_000 + u64::from(i),
+            tid: 7,
+            cpu: 0,
+            stack: i,
+        })
+        .expect("sample");
+    }
+    w.finish(0, 10_000, 0).expect("finish")
+}
+
+/// libc named again from its distribution debug file takes the fast path, as the
+/// recorder does: names from the symbol table (`__errno_location`, `munmap`), never the
+/// DWARF reader's internal aliases (`__GI___errno_location`, `__GI_munmap`), which the
+/// former `--symbols` gave for exactly these frames.
+#[test]
+fn symbols_from_libc6_dbg_use_the_symbol_table_names() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let cap = d.path().join("libc.hsp");
+    let functions = ["__errno_location", "munmap", "free"];
+    std::fs::write(&cap, unnamed_libc_capture(&our_libc(), &functions)).expect("write");
+    let folded = report(&cap, &["--format", "folded", "--symbols", "/usr/lib/debug"]);
+    let names: Vec<&str> = folded
+        .lines()
+        .map(|l| l.rsplit_once(' ').expect("stack count").0)
+        .collect();
+    assert_eq!(
+        names.len(),
+        functions.len(),
+        "one stack per frame:\n{folded}"
+    );
+    for want in ["__errno_location", "munmap"] {
+        assert!(names.contains(&want), "{want} not named so:\n{folded}");
+    }
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.starts_with("__GI_") && !n.contains("+0x")),
+        "a DWARF alias or an unnamed frame:\n{folded}"
+    );
 }
