@@ -9,7 +9,7 @@ use anyhow::Context;
 use hotspot_format::BlockEvent;
 use hotspot_recorder::bpf::{BpfSampler, EventSource, SamplerOptions};
 use hotspot_recorder::launch::{Ending, GatedChild};
-use hotspot_recorder::recorder::process_exists;
+use hotspot_recorder::recording::process_exists;
 use hotspot_recorder::{Progress, RecordConfig, RecordError, Recorder, StopReason, Summary};
 
 use crate::cli::{DemoArgs, RecordArgs};
@@ -194,7 +194,7 @@ pub fn record_with(
     let mut sampler = BpfSampler::load(&opts)?;
     // An empty file is what a recorder killed during set-up leaves (the file exists
     // before its header is written): replacing it loses nothing.
-    let file = hotspot_recorder::output::open_capture(output, |b| {
+    let file = hotspot_recorder::capture_file::open_capture(output, |b| {
         b.is_empty() || b.starts_with(&hotspot_format::header::MAGIC)
     })?;
     let mut flush_log = match &run.knobs.flush_log {

@@ -126,10 +126,6 @@ impl MappingTable {
         }
     }
 
-    pub fn proc_root(&self) -> &Path {
-        &self.proc_root
-    }
-
     /// Reads `pid`'s mappings from `/proc` now, unless they are known already.
     pub fn snapshot(&mut self, pid: u32) {
         self.entry(pid);
@@ -142,6 +138,7 @@ impl MappingTable {
 
     /// The maps of `pid` (read from `/proc` the first time a process without events is
     /// seen).
+    #[cfg(test)]
     pub fn get(&mut self, pid: u32) -> &ProcessMaps {
         self.entry(pid)
     }
@@ -271,15 +268,6 @@ impl MappingTable {
     /// Mapping events were lost: from now on a miss may re-read `/proc` for any process.
     pub fn events_were_lost(&mut self) {
         self.events_lost = true;
-    }
-
-    /// Processes whose mappings are held.
-    pub fn len(&self) -> usize {
-        self.spaces.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.spaces.is_empty()
     }
 }
 

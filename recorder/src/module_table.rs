@@ -81,12 +81,4 @@ impl ModuleTable {
     pub fn get(&self, id: ModuleId) -> Option<&ModuleInfo> {
         self.infos.get(id as usize)
     }
-
-    pub fn len(&self) -> usize {
-        self.infos.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.infos.is_empty()
-    }
 }

@@ -10,9 +10,8 @@ use hotspot_format::{
     FormatError, FrameAddr, FrameId, ModuleId, ModuleKind, Record, SourceLoc, Symbol,
 };
 
-use crate::build_id;
 use crate::frame_table::FrameTable;
-use crate::kallsyms::{KernelName, KernelSymbols};
+use crate::kernel_names::{KernelName, KernelSymbols};
 use crate::mapping_table::MappingTable;
 use crate::module_file::ModuleFiles;
 use crate::module_table::ModuleTable;
@@ -20,6 +19,7 @@ use crate::proc_maps::MappingKind;
 use crate::process_table::ProcessTable;
 use crate::sink::Sink;
 use crate::user_stack::{Reason, UserSample, UserStacks};
+use hotspot_symbols::build_id;
 use hotspot_unwind::Frame;
 
 /// A user frame that still needs a name (resolved off the sampling path).
@@ -409,7 +409,7 @@ impl Normalizer {
     }
 
     /// Names kernel frames through the kernel itself rather than /proc/kallsyms.
-    pub fn use_bpf_kernel_symbols(&mut self, bpf: crate::bpf::BpfKernelSymbols) {
+    pub fn use_bpf_kernel_symbols(&mut self, bpf: crate::kernel_names::BpfKernelSymbols) {
         self.kallsyms.use_bpf(bpf);
     }
 

@@ -10,8 +10,7 @@ use hotspot_format::{Process, Thread};
 /// A process the recorder has seen samples from.
 #[derive(Debug)]
 pub struct ProcessEntry {
-    pub info: Process,
-    /// Monotonic ns when `info` was read (and written to the capture).
+    /// Monotonic ns when its /proc entry was read (and written to the capture).
     pub info_read_ns: u64,
 }
 
@@ -55,18 +54,12 @@ impl ProcessTable {
         let mut new = None;
         let root = self.proc_root.clone();
         let entry = self.procs.entry(pid).or_insert_with(|| {
-            let info = read_process(&root, pid, comm, now_ns);
-            new = Some(info.clone());
+            new = Some(read_process(&root, pid, comm, now_ns));
             ProcessEntry {
-                info,
                 info_read_ns: crate::session::monotonic_ns(),
             }
         });
         (entry, new)
-    }
-
-    pub fn get_mut(&mut self, pid: u32) -> Option<&mut ProcessEntry> {
-        self.procs.get_mut(&pid)
     }
 
     /// The process replaced its image: new name and command line. Returns the record to
@@ -209,7 +202,7 @@ mod tests {
             .expect("an exec after the read is written");
         assert_eq!(rec.pid, me);
         // Read again by that exec: an exec event older than the read is already in it.
-        let read = t.get_mut(me).expect("entry").info_read_ns;
+        let read = t.ensure(me, "x", 0).0.info_read_ns;
         assert!(t.exec(me, "x", read - 1).is_none());
     }
 

@@ -2,13 +2,12 @@
 
 use std::io::Write;
 
-use hotspot_format::{FormatError, Record, Sample, StringId, Writer};
+use hotspot_format::{FormatError, Record, StringId, Writer};
 
 /// The slice of the capture writer the recorder's tables need.
 pub trait Sink {
     fn intern(&mut self, text: &str) -> StringId;
     fn push(&mut self, record: Record) -> Result<(), FormatError>;
-    fn push_sample(&mut self, sample: Sample) -> Result<(), FormatError>;
 }
 
 impl<W: Write> Sink for Writer<W> {
@@ -18,9 +17,6 @@ impl<W: Write> Sink for Writer<W> {
     fn push(&mut self, record: Record) -> Result<(), FormatError> {
         Writer::push(self, record)
     }
-    fn push_sample(&mut self, sample: Sample) -> Result<(), FormatError> {
-        Writer::push_sample(self, sample)
-    }
 }
 
 /// Collects everything in memory; strings are interned like the writer does.
@@ -28,7 +24,6 @@ impl<W: Write> Sink for Writer<W> {
 pub struct VecSink {
     pub strings: Vec<String>,
     pub records: Vec<Record>,
-    pub samples: Vec<Sample>,
 }
 
 impl Sink for VecSink {
@@ -41,10 +36,6 @@ impl Sink for VecSink {
     }
     fn push(&mut self, record: Record) -> Result<(), FormatError> {
         self.records.push(record);
-        Ok(())
-    }
-    fn push_sample(&mut self, sample: Sample) -> Result<(), FormatError> {
-        self.samples.push(sample);
         Ok(())
     }
 }

@@ -345,7 +345,7 @@ fn kernel_names_from_bpf_match_kallsyms() -> Result<()> {
     addrs.sort_unstable();
     addrs.dedup();
     ensure!(addrs.len() >= 5, "only {} kernel addresses", addrs.len());
-    let table = hotspot_recorder::kallsyms::Kallsyms::read(Path::new("/proc/kallsyms"))?;
+    let table = hotspot_recorder::kernel_names::Kallsyms::read(Path::new("/proc/kallsyms"))?;
     ensure!(
         !table.is_empty(),
         "/proc/kallsyms shows no addresses to root"

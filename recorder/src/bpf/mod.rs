@@ -3,14 +3,15 @@
 mod btf_subset;
 mod caps;
 mod error;
-mod ksym;
 mod mapping_events;
 pub mod perf_records;
+mod programs;
 pub mod raw;
+mod ring_size;
 mod sampler;
 mod time_order;
 
 pub use error::BpfError;
-pub use ksym::BpfKernelSymbols;
 pub use raw::{RawError, RawEvent, RawSample, StackEnd, UserRegs, parse_event};
-pub use sampler::{BpfSampler, EventSource, SamplerOptions, ring_bytes_for};
+pub use ring_size::ring_bytes_for;
+pub use sampler::{BpfSampler, EventSource, SamplerOptions};

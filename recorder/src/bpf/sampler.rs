@@ -9,44 +9,32 @@ use aya::programs::perf_event::{
     PerfEventConfig, PerfEventLinkId, PerfEventScope, SamplePolicy, SoftwareEvent,
 };
 use aya::programs::raw_trace_point::RawTracePointLinkId;
-use aya::programs::{PerfEvent, ProgramError, RawTracePoint};
+
 use aya::{Ebpf, EbpfError, EbpfLoader};
 
 use super::btf_subset;
 use super::caps;
 use super::error::{BpfError, chain, kernel_release};
-use super::ksym::BpfKernelSymbols;
 use super::mapping_events::MappingEvents;
 use super::perf_records::PerfRecord;
-use super::raw::{
-    HEADER_SIZE, MAX_KERNEL_FRAMES, MAX_STACK, MAX_USER_FRAMES, RawEvent, USER_REGS_SIZE,
-    parse_event,
+use super::programs::{
+    FP_SAMPLE_PROGRAM, LoadFailure, STACK_SAMPLE_PROGRAM, TASK_PROGRAMS, attach_reason, load_error,
+    load_kernel_symbols, load_programs, map_error, perf_program, take_map, tracepoint_program,
 };
+use super::raw::{HEADER_SIZE, MAX_STACK, RawEvent, parse_event};
+use super::ring_size::max_record_bytes;
 use super::time_order::{self, TimeOrder};
+use crate::kernel_names::BpfKernelSymbols;
 
 /// Built by `tools/build-bpf`; committed so that building the recorder needs no clang.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../ebpf/hotspot.bpf.o");
 
-/// The frame-pointer-only sampler: `stack_cap == 0`, and every kernel from 5.8.
-const FP_SAMPLE_PROGRAM: &str = "hs_sample";
-/// The sampler that also copies user registers and stack (helpers from 5.17).
-const STACK_SAMPLE_PROGRAM: &str = "hs_sample_stack";
 /// Its per-CPU scratch, sized by the loader.
 const STACK_SCRATCH_MAP: &str = "stack_scratch";
-/// Names kernel addresses; run on demand, never attached (see [`BpfKernelSymbols`]).
-const KSYM_PROGRAM: &str = "hs_ksym";
-/// (program, kernel tracepoint) pairs, all raw tracepoints.
-const TASK_PROGRAMS: [(&str, &str); 3] = [
-    ("hs_fork", "sched_process_fork"),
-    ("hs_exec", "sched_process_exec"),
-    ("hs_exit", "sched_process_exit"),
-];
 
 // Indices into the `lost` per-CPU array (HS_LOST_* in ebpf/sample.h).
 const LOST_SAMPLES: u32 = 0;
 const LOST_TASK_EVENTS: u32 = 1;
-
-const ENOTSUPP: i32 = 524; // kernel-internal, but it does leak to user space from BPF paths
 
 /// How to sample. Everything here is fixed once [`BpfSampler::load`] returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,53 +70,6 @@ impl Default for SamplerOptions {
             stack_cap: MAX_STACK as u32,
         }
     }
-}
-
-/// Bytes of a sample record beside its stack copy: header, registers and frames, at the
-/// 64 frames of a typical walk.
-const TYPICAL_FRAME_BYTES: u64 = (HEADER_SIZE + USER_REGS_SIZE + 64 * 8) as u64;
-
-/// Stack bytes a typical sample copies when the cap allows: the live stack, from the
-/// stack pointer to the top of its frames, measured at 1.8 KB on average on Debian's
-/// python3 and 2.1 KB on a threaded C program. Deeper programs (rustc: 18 KB median) fill
-/// the ring faster; the reader is woken at a quarter full either way.
-const TYPICAL_STACK_BYTES: u64 = 2 << 10;
-
-/// The smallest ring when stacks are copied: room for a burst of deep stacks (about 40
-/// of rustc's) while the reader is busy elsewhere.
-const STACK_RING_FLOOR: u64 = 2 << 20;
-
-/// The largest record the BPF program writes with `stack_cap`: every frame and a full
-/// copy.
-pub fn max_record_bytes(stack_cap: u32) -> u32 {
-    ((HEADER_SIZE + USER_REGS_SIZE + (MAX_USER_FRAMES + MAX_KERNEL_FRAMES) * 8) as u32)
-        .saturating_add(stack_cap)
-}
-
-/// A ring big enough for a sixteenth of a second of samples from every CPU, at the
-/// expected bytes per sample: the header, registers and frames (592 bytes) plus the
-/// stack copy, `stack_cap` or the 2 KiB a typical stack needs, whichever is less (a
-/// copy ends at the top of the stack's frames, so ring space follows the real stack,
-/// not the cap). Between 1 MiB (2 MiB when stacks are copied) and 64 MiB, and never less
-/// than four of the largest records.
-///
-/// The program wakes the reader when a quarter is full and the reader drains at least
-/// every 100 ms, so this leaves ample headroom. The ring costs the recorder twice its
-/// size in RSS once the kernel has written all of it (its data pages are mapped twice,
-/// so that a record that wraps reads as one piece): `busy` at 4999 Hz peaked at 14, 20
-/// and 28 MB with rings of 1, 4 and 8 MiB, and 0 samples were lost with any of them. So
-/// it is not sized for the worst case: 499 and 4999 Hz on 2 CPUs both get 2 MiB.
-pub fn ring_bytes_for(freq_hz: u64, cpus: u64, stack_cap: u32) -> u32 {
-    let per_sample = TYPICAL_FRAME_BYTES + u64::from(stack_cap).min(TYPICAL_STACK_BYTES);
-    let want = freq_hz.saturating_mul(cpus).saturating_mul(per_sample) / 16;
-    let least = if stack_cap > 0 {
-        STACK_RING_FLOOR
-    } else {
-        1 << 20
-    };
-    let floor = (4 * u64::from(max_record_bytes(stack_cap))).max(least);
-    let bytes = want.clamp(floor, 64 << 20).next_power_of_two();
-    u32::try_from(bytes).unwrap_or(64 << 20)
 }
 
 /// The seam the recorder codes against; a fake implements it in tests.
@@ -600,7 +541,7 @@ fn load_object<'a>(loader: &mut EbpfLoader<'a>, g: &Globals<'a>) -> Result<Ebpf,
         .load(OBJECT)
 }
 
-fn validate(opts: &SamplerOptions) -> Result<(), BpfError> {
+pub(super) fn validate(opts: &SamplerOptions) -> Result<(), BpfError> {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     let page = u32::try_from(page).unwrap_or(4096);
@@ -643,238 +584,6 @@ fn raise_memlock_limit() {
     };
     // SAFETY: setrlimit only reads the struct we pass.
     let _ = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &unlimited) };
-}
-
-fn is_unsupported(error: &io::Error) -> bool {
-    matches!(
-        error.raw_os_error(),
-        Some(libc::EINVAL | libc::EOPNOTSUPP | ENOTSUPP)
-    )
-}
-
-fn load_error(error: EbpfError) -> BpfError {
-    if let EbpfError::MapError(MapError::CreateError { name, io_error }) = &error {
-        // The ring buffer is the newest map type we create: EINVAL means the
-        // kernel does not know it.
-        if name == "events" && is_unsupported(io_error) {
-            return BpfError::Unsupported {
-                kernel: kernel_release(),
-                feature: "BPF ring buffer",
-                needs: "5.8",
-            };
-        }
-    }
-    BpfError::Load {
-        reason: chain(&error),
-    }
-}
-
-/// Turns a program load failure into a one-line error. An EINVAL with an empty
-/// verifier log means the kernel refused the program type before verifying it.
-fn program_error(
-    program: &'static str,
-    error: ProgramError,
-    feature: &'static str,
-    needs: &'static str,
-) -> BpfError {
-    if let ProgramError::LoadError {
-        io_error,
-        verifier_log,
-    } = &error
-    {
-        let log = verifier_log.to_string();
-        if log.trim().is_empty() && is_unsupported(io_error) {
-            return BpfError::Unsupported {
-                kernel: kernel_release(),
-                feature,
-                needs,
-            };
-        }
-        // The verifier's verdict is at the end of its log; the rest is its trace.
-        let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
-        let tail = lines[lines.len().saturating_sub(4)..].join(" | ");
-        return BpfError::ProgramLoad {
-            program,
-            reason: format!("{io_error}; verifier: {tail}"),
-        };
-    }
-    BpfError::ProgramLoad {
-        program,
-        reason: chain(&error),
-    }
-}
-
-/// The verifier's line saying a helper is unknown, if that is why it refused (and not
-/// the loader's poison, which is a CO-RE relocation that failed).
-fn missing_helper(log: &str) -> Option<&str> {
-    log.lines()
-        .find(|l| {
-            (l.contains("unknown func") || l.contains("invalid func")) && !l.contains(POISON_HELPER)
-        })
-        .map(str::trim)
-}
-
-fn perf_program<'a>(
-    ebpf: &'a mut Ebpf,
-    program: &'static str,
-) -> Result<&'a mut PerfEvent, BpfError> {
-    ebpf.program_mut(program)
-        .ok_or_else(|| missing_program(program))?
-        .try_into()
-        .map_err(|e| BpfError::ProgramLoad {
-            program,
-            reason: chain(&e),
-        })
-}
-
-fn tracepoint_program<'a>(
-    ebpf: &'a mut Ebpf,
-    program: &'static str,
-) -> Result<&'a mut RawTracePoint, BpfError> {
-    ebpf.program_mut(program)
-        .ok_or_else(|| missing_program(program))?
-        .try_into()
-        .map_err(|e| BpfError::ProgramLoad {
-            program,
-            reason: chain(&e),
-        })
-}
-
-/// Why [`load_programs`] failed.
-enum LoadFailure {
-    /// The kernel refused this program.
-    Refused(&'static str, ProgramError),
-    /// The program is not in the object, or not of its expected type.
-    Other(BpfError),
-}
-
-impl LoadFailure {
-    /// The verifier refused a call to the loader's poison: a CO-RE relocation that
-    /// found no such field in the BTF the loader relocated against.
-    fn poisoned_relocation(&self) -> bool {
-        match self {
-            LoadFailure::Refused(_, ProgramError::LoadError { verifier_log, .. }) => {
-                poisoned_relocation(&verifier_log.to_string())
-            }
-            _ => false,
-        }
-    }
-
-    fn into_error(self) -> BpfError {
-        match self {
-            LoadFailure::Refused(STACK_SAMPLE_PROGRAM, e) => stack_program_error(e),
-            LoadFailure::Refused(FP_SAMPLE_PROGRAM, e) => {
-                program_error(FP_SAMPLE_PROGRAM, e, "perf_event BPF programs", "4.9")
-            }
-            LoadFailure::Refused(program, e) => {
-                program_error(program, e, "raw tracepoint BPF programs", "4.17")
-            }
-            LoadFailure::Other(e) => e,
-        }
-    }
-}
-
-/// Loads the sampling program and the fork/exec/exit programs into the kernel.
-fn load_programs(ebpf: &mut Ebpf, sample_program: &'static str) -> Result<(), LoadFailure> {
-    perf_program(ebpf, sample_program)
-        .map_err(LoadFailure::Other)?
-        .load()
-        .map_err(|e| LoadFailure::Refused(sample_program, e))?;
-    for (program, _) in TASK_PROGRAMS {
-        tracepoint_program(ebpf, program)
-            .map_err(LoadFailure::Other)?
-            .load()
-            .map_err(|e| LoadFailure::Refused(program, e))?;
-    }
-    Ok(())
-}
-
-/// aya (like libbpf) replaces an unresolvable CO-RE access with a call to helper
-/// 0xbad2310, which the verifier reports as an invalid function.
-const POISON_HELPER: &str = "#195896080";
-
-fn poisoned_relocation(log: &str) -> bool {
-    log.contains(POISON_HELPER)
-}
-
-/// The copying program needs helpers from 5.11–5.17 (`bpf_get_current_task_btf`,
-/// `bpf_task_pt_regs`, `bpf_find_vma`, `bpf_loop`); an older kernel's verifier names the
-/// first one it lacks "unknown func" (known id, not for this program type) or "invalid
-/// func" (id past the kernel's last). Those become an error that says what still works.
-fn stack_program_error(error: ProgramError) -> BpfError {
-    if let ProgramError::LoadError { verifier_log, .. } = &error
-        && let Some(line) = missing_helper(&verifier_log.to_string())
-    {
-        return BpfError::StackCopyUnsupported {
-            kernel: kernel_release(),
-            reason: line.to_owned(),
-        };
-    }
-    program_error(
-        STACK_SAMPLE_PROGRAM,
-        error,
-        "perf_event BPF programs",
-        "4.9",
-    )
-}
-
-/// Loads `hs_ksym` and takes its output map; `None` if the kernel refuses either.
-fn load_kernel_symbols(ebpf: &mut Ebpf) -> Option<BpfKernelSymbols> {
-    let prog = tracepoint_program(ebpf, KSYM_PROGRAM).ok()?;
-    prog.load().ok()?;
-    let fd = prog.fd().ok()?.try_clone().ok()?;
-    BpfKernelSymbols::new(fd, ebpf.take_map("ksym_out")?).ok()
-}
-
-fn missing_program(program: &'static str) -> BpfError {
-    BpfError::ProgramLoad {
-        program,
-        reason: "not in the embedded object: rebuild it with tools/build-bpf".to_owned(),
-    }
-}
-
-fn take_map(ebpf: &mut Ebpf, name: &'static str) -> Result<aya::maps::Map, BpfError> {
-    ebpf.take_map(name).ok_or_else(|| BpfError::Map {
-        map: name,
-        op: "open".to_owned(),
-        reason: "not in the embedded object: rebuild it with tools/build-bpf".to_owned(),
-    })
-}
-
-fn map_error(map: &'static str, op: &str, error: &MapError) -> BpfError {
-    BpfError::Map {
-        map,
-        op: op.to_owned(),
-        reason: chain(error),
-    }
-}
-
-fn attach_reason(error: &ProgramError, freq_hz: u64) -> String {
-    let mut reason = chain(error);
-    let io_error = match error {
-        ProgramError::SyscallError(e) => Some(&e.io_error),
-        _ => None,
-    };
-    match io_error.and_then(io::Error::raw_os_error) {
-        Some(libc::EINVAL) => {
-            let max = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok());
-            if let Some(max) = max.filter(|&max| freq_hz > max) {
-                reason.push_str(&format!(
-                    " ({freq_hz} Hz is above kernel.perf_event_max_sample_rate = {max})"
-                ));
-            }
-        }
-        Some(libc::EACCES | libc::EPERM) => {
-            reason.push_str(" (needs CAP_PERFMON, or kernel.perf_event_paranoid ≤ 0)");
-        }
-        Some(libc::ENOENT | libc::EOPNOTSUPP) => {
-            reason.push_str(" (the kernel has no cpu_clock perf event: CONFIG_PERF_EVENTS?)");
-        }
-        _ => {}
-    }
-    reason
 }
 
 /// Adds `fd` to the epoll set, readable-level.
@@ -967,53 +676,5 @@ mod tests {
         ));
         assert_eq!(max_record_bytes(0), 48 + 32 + 254 * 8);
         assert_eq!(max_record_bytes(65536), 48 + 32 + 254 * 8 + 65536);
-    }
-
-    #[test]
-    fn an_unknown_helper_is_told_apart_from_other_refusals() {
-        // 5.15's verdict on bpf_find_vma, and an id past an older kernel's last helper.
-        let log = "0: R1=ctx(off=0,imm=0) R10=fp0\n; task = bpf_get_current_task_btf();\n\
-                   12: (85) call bpf_find_vma#180\nunknown func bpf_find_vma#180\n\
-                   processed 12 insns (limit 1000000)\n";
-        assert_eq!(missing_helper(log), Some("unknown func bpf_find_vma#180"));
-        assert_eq!(
-            missing_helper("3: (85) call unknown#180\ninvalid func unknown#180\n"),
-            Some("invalid func unknown#180")
-        );
-        assert_eq!(
-            missing_helper(
-                "58: (79) r1 = *(u64 *)(r1 +0)\ndereference of modified ctx ptr R1 off=32 disallowed\n"
-            ),
-            None
-        );
-    }
-
-    #[test]
-    fn ring_follows_the_expected_bytes_per_sample() {
-        // Frame-pointer mode and low rates: the 1 MiB floor.
-        assert_eq!(ring_bytes_for(499, 2, 0), 1 << 20);
-        // Copying stacks on 2 CPUs (~2.6 KB a sample, 1/16 s): the 2 MiB floor, at 499
-        // Hz and at 4999 Hz.
-        assert_eq!(ring_bytes_for(499, 2, 65536), 2 << 20);
-        assert_eq!(ring_bytes_for(4999, 2, 65536), 2 << 20);
-        assert_eq!(ring_bytes_for(4999, 12, 65536), 16 << 20);
-        // The cap only matters below the typical stack.
-        assert_eq!(
-            ring_bytes_for(4999, 12, 65536),
-            ring_bytes_for(4999, 12, 4096)
-        );
-        assert!(ring_bytes_for(4999, 12, 1024) < ring_bytes_for(4999, 12, 4096));
-        // Many CPUs at a high rate: the 64 MiB ceiling.
-        assert_eq!(ring_bytes_for(4999, 256, 65536), 64 << 20);
-        for (freq, cpus, cap) in [(1, 1, 0), (1, 1, 65536), (u64::MAX, u64::MAX, 65536)] {
-            let ring = ring_bytes_for(freq, cpus, cap);
-            assert!(ring.is_power_of_two());
-            let opts = SamplerOptions {
-                ring_bytes: ring,
-                stack_cap: cap,
-                ..SamplerOptions::default()
-            };
-            assert!(validate(&opts).is_ok(), "{freq} Hz {cpus} CPUs cap {cap}");
-        }
     }
 }

@@ -10,7 +10,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use aya::maps::{Array, Map, MapData, MapError};
 use aya::programs::ProgramFd;
 
-use crate::kallsyms::KernelName;
+use super::KernelName;
 
 /// `HS_KSYM_LEN` in `ebpf/sample.h`.
 const KSYM_LEN: usize = 512;
@@ -63,7 +63,7 @@ const _: () = assert!(size_of::<TestRunAttr>() == 80);
 const BPF_PROG_TEST_RUN: libc::c_long = 10;
 
 /// The loaded `hs_ksym` program and the map it writes into. Holds its own descriptors,
-/// so it outlives the [`BpfSampler`](super::BpfSampler) it came from.
+/// so it outlives the [`BpfSampler`](crate::bpf::BpfSampler) it came from.
 pub struct BpfKernelSymbols {
     prog: ProgramFd,
     out: Array<MapData, RawKsym>,
@@ -77,7 +77,7 @@ impl std::fmt::Debug for BpfKernelSymbols {
 
 impl BpfKernelSymbols {
     /// From the loaded `hs_ksym` program and the `ksym_out` map taken from the object.
-    pub(super) fn new(prog: ProgramFd, out: Map) -> Result<Self, MapError> {
+    pub(crate) fn new(prog: ProgramFd, out: Map) -> Result<Self, MapError> {
         Ok(BpfKernelSymbols {
             prog,
             out: Array::try_from(out)?,

@@ -1,6 +1,8 @@
-//! One ELF file the recorder reads (a target's executable or library, the vDSO image),
-//! opened once and shared by the unwinder and the symboliser: its build-id, debug link,
-//! segments, line-table storage, separate debug file and unwind tables.
+//! The module cache: one ELF file (a target's executable or library, the vDSO image, a
+//! binary or debug file `--symbols` found), opened once and shared by the unwinder and
+//! the symboliser: its build-id, debug link, code segments, line-table storage,
+//! separate debug file and call-frame tables. Only headers are read at open; the tables
+//! are read at first use, all modules' together under a memory budget.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -10,10 +12,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use hotspot_unwind::ModuleUnwind;
-use object::{Object, ObjectSection, ObjectSegment, ReadCache, ReadRef, SegmentFlags};
+use object::{Object, ObjectSection, ReadCache, ReadRef};
 
 use crate::build_id;
+use crate::debug_file;
 use crate::debug_lines::LineInfo;
+use crate::error::SymbolsError;
+use crate::segments::CodeSegments;
 
 /// Most heap all modules' unwind tables may hold together (see [`ModuleFile::unwind`]).
 /// The largest real `.eh_frame` on these machines is 7.4 MiB (LLVM's library).
@@ -28,16 +33,7 @@ static UNWIND_HEAP: AtomicUsize = AtomicUsize::new(0);
 static HELD_FILES: AtomicUsize = AtomicUsize::new(0);
 const MAX_HELD_FILES: usize = 256;
 
-/// A `PT_LOAD` segment: where a range of the file is mapped in the ELF's own addresses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Segment {
-    offset: u64,
-    size: u64,
-    vaddr: u64,
-    executable: bool,
-}
-
-/// What the recorder knows of one ELF file.
+/// What is known of one ELF file.
 #[derive(Debug)]
 pub struct ModuleFile {
     /// Where it was opened (a real path, `/proc/PID/map_files/…`, or a dumped image).
@@ -46,7 +42,7 @@ pub struct ModuleFile {
     recorded: PathBuf,
     build_id: Vec<u8>,
     debuglink: Option<OsString>,
-    segments: Vec<Segment>,
+    segments: CodeSegments,
     line_info: LineInfo,
     /// The separate debug file, looked for once (see [`ModuleFile::debug_file`]).
     debug_file: OnceLock<Option<PathBuf>>,
@@ -59,9 +55,12 @@ pub struct ModuleFile {
 
 impl ModuleFile {
     /// Reads the headers of the ELF file at `path` (not its contents: libraries can be
-    /// hundreds of megabytes); `None` if it is not a readable ELF file.
-    pub fn open(path: &Path) -> Option<ModuleFile> {
-        let file = File::open(path).ok()?;
+    /// hundreds of megabytes).
+    pub fn open(path: &Path) -> Result<ModuleFile, SymbolsError> {
+        let file = File::open(path).map_err(|source| SymbolsError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let cache = ReadCache::new(file);
         Self::parse(path, &cache)
     }
@@ -69,14 +68,17 @@ impl ModuleFile {
     /// An ELF image held in memory (the vDSO, dumped from our own process), recorded
     /// under `path`.
     pub fn from_image(path: &Path, image: &[u8]) -> Option<ModuleFile> {
-        let f = Self::parse(path, image)?;
+        let f = Self::parse(path, image).ok()?;
         // There is no file to read the tables from later.
         let _ = f.unwind.set(ModuleUnwind::from_elf(image).ok());
         Some(f)
     }
 
-    fn parse<'data, R: ReadRef<'data>>(path: &Path, data: R) -> Option<ModuleFile> {
-        let obj = object::File::parse(data).ok()?;
+    fn parse<'data, R: ReadRef<'data>>(path: &Path, data: R) -> Result<ModuleFile, SymbolsError> {
+        let obj = object::File::parse(data).map_err(|source| SymbolsError::NotElf {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let build_id = obj
             .build_id()
             .ok()
@@ -89,43 +91,40 @@ impl ModuleFile {
             .ok()
             .flatten()
             .and_then(|(name, _crc)| build_id::link_name(name));
-        let segments = obj
-            .segments()
-            .map(|s| {
-                let (offset, size) = s.file_range();
-                let executable = matches!(
-                    s.flags(),
-                    SegmentFlags::Elf { p_flags, .. } if p_flags.0 & object::elf::PF_X.0 != 0
-                );
-                Segment {
-                    offset,
-                    size,
-                    vaddr: s.address(),
-                    executable,
-                }
-            })
-            .collect();
         let line_info = match obj
             .section_by_name(".debug_line")
             .or_else(|| obj.section_by_name(".zdebug_line"))
         {
             None => LineInfo::Absent,
-            Some(s) => match s.compressed_file_range().ok()?.format {
-                object::CompressionFormat::None => LineInfo::Plain,
-                _ => LineInfo::Compressed,
+            Some(s) => match s.compressed_file_range() {
+                Ok(r) if r.format == object::CompressionFormat::None => LineInfo::Plain,
+                Ok(_) => LineInfo::Compressed,
+                Err(source) => {
+                    return Err(SymbolsError::NotElf {
+                        path: path.to_path_buf(),
+                        source,
+                    });
+                }
             },
         };
-        Some(ModuleFile {
+        Ok(ModuleFile {
             path: path.to_path_buf(),
             recorded: path.to_path_buf(),
             build_id,
             debuglink,
-            segments,
+            segments: CodeSegments::of_object(&obj),
             line_info,
             debug_file: OnceLock::new(),
             unwind: OnceLock::new(),
             held: None,
         })
+    }
+
+    /// Takes `debug` as the separate debug file instead of looking for one (`--symbols`
+    /// found it under a name no search would try). The caller checked its build-id.
+    pub fn with_debug_file(self, debug: PathBuf) -> Self {
+        let _ = self.debug_file.set(Some(debug));
+        self
     }
 
     /// The file's call-frame information, read at the first call (only the CFI sections,
@@ -173,9 +172,9 @@ impl ModuleFile {
                     use std::os::unix::fs::MetadataExt;
                     md.ino() == inode
                 });
-            return same_inode.then(|| ModuleFile::open(plain)).flatten();
+            return same_inode.then(|| ModuleFile::open(plain).ok()).flatten();
         };
-        let mut f = Self::parse(mapped, &ReadCache::new(held.try_clone().ok()?))?;
+        let mut f = Self::parse(mapped, &ReadCache::new(held.try_clone().ok()?)).ok()?;
         f.recorded = plain.to_path_buf();
         let same = if f.build_id.is_empty() {
             // Nothing to compare: trust a path that exists.
@@ -215,20 +214,23 @@ impl ModuleFile {
     }
 
     /// The ELF virtual address of a file offset inside an executable segment: where code
-    /// mapped from that offset sits in the file's own address space.
+    /// mapped from that offset sits in the file's own address space (see
+    /// [`crate::segments`] for the rule).
     pub fn vaddr_of(&self, offset: u64) -> Option<u64> {
-        self.code_segment(offset)
-            .map(|(start, _, vaddr)| offset - start + vaddr)
+        self.segments.vaddr_of(offset)
     }
 
     /// The executable segment holding file offset `offset`: (its file offset, size,
     /// virtual address), so a caller can translate a whole range at once.
     pub fn code_segment(&self, offset: u64) -> Option<(u64, u64, u64)> {
         self.segments
-            .iter()
-            .filter(|s| s.executable)
-            .find(|s| offset >= s.offset && offset - s.offset < s.size)
+            .code_segment(offset)
             .map(|s| (s.offset, s.size, s.vaddr))
+    }
+
+    /// The code segments, with whether their layout had to be assumed.
+    pub fn segments(&self) -> &CodeSegments {
+        &self.segments
     }
 
     /// The separate debug file of this module: under a debug directory by build-id, or by
@@ -242,71 +244,13 @@ impl ModuleFile {
     }
 
     fn find_debug_file(&self, debug_dirs: &[PathBuf]) -> Option<PathBuf> {
-        let recorded = &self.recorded;
-        let id = &self.build_id;
-        if id.len() < 2 {
-            return None;
-        }
-        let matches = |p: &Path| build_id::of_elf_file(p).is_some_and(|found| &found == id);
-        let hex = build_id::hex(id);
-        let by_id = debug_dirs.iter().map(|d| {
-            d.join(".build-id")
-                .join(&hex[..2])
-                .join(format!("{}.debug", &hex[2..]))
-        });
-        let dir = recorded.parent().unwrap_or(Path::new("/"));
-        let by_link = self.debuglink.iter().flat_map(|name| {
-            let under = debug_dirs
-                .iter()
-                .map(|d| d.join(dir.strip_prefix("/").unwrap_or(dir)).join(name));
-            [dir.join(name), dir.join(".debug").join(name)]
-                .into_iter()
-                .chain(under.collect::<Vec<_>>())
-        });
-        by_id.chain(by_link).find(|p| p.is_file() && matches(p))
+        debug_file::find(
+            &self.build_id,
+            self.debuglink.as_deref(),
+            &self.recorded,
+            debug_dirs,
+        )
     }
-}
-
-/// The file a process maps at `m` (see [`ModuleFile::open_mapping`]), opened once across
-/// every process that maps it.
-pub fn of_mapping(
-    files: &mut ModuleFiles,
-    proc_root: &Path,
-    pid: u32,
-    m: &crate::proc_maps::Mapping,
-) -> Option<Arc<ModuleFile>> {
-    files.get((m.inode, m.path.clone()), || {
-        let mapped = proc_root
-            .join(pid.to_string())
-            .join("map_files")
-            .join(format!("{:x}-{:x}", m.start, m.end));
-        ModuleFile::open_mapping(&mapped, Path::new(&m.path), m.inode)
-    })
-}
-
-/// Whether the path of file mapping `m` still holds the file mapped (same inode): false
-/// once it was deleted or replaced.
-pub fn still_at_path(m: &crate::proc_maps::Mapping) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(&m.path).is_ok_and(|md| m.inode == 0 || md.ino() == m.inode)
-}
-
-/// Our own vDSO's bytes: the kernel maps the same image into every process.
-pub fn own_vdso_image(proc_root: &Path) -> Option<Vec<u8>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let maps = std::fs::read_to_string(proc_root.join("self/maps")).ok()?;
-    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-    let (range, _) = line.split_once(' ')?;
-    let (s, e) = range.split_once('-')?;
-    let (s, e) = (
-        u64::from_str_radix(s, 16).ok()?,
-        u64::from_str_radix(e, 16).ok()?,
-    );
-    let mut mem = File::open(proc_root.join("self/mem")).ok()?;
-    mem.seek(SeekFrom::Start(s)).ok()?;
-    let mut buf = vec![0u8; usize::try_from(e.checked_sub(s)?).ok()?.min(1 << 20)];
-    mem.read_exact(&mut buf).ok()?;
-    Some(buf)
 }
 
 /// Identity of a mapped file across processes: the same inode under the same path is
@@ -351,14 +295,11 @@ mod tests {
         let exe = std::env::current_exe().expect("exe");
         let f = ModuleFile::open(&exe).expect("our own binary is ELF");
         assert_eq!(Some(f.build_id().to_vec()), build_id::of_elf_file(&exe));
-        let text = f
-            .segments
-            .iter()
-            .find(|s| s.executable)
-            .expect("an executable segment");
+        let text = *f.segments().as_slice().first().expect("a code segment");
+        let (offset, vaddr) = (text.offset, text.vaddr);
         assert_eq!(
-            f.vaddr_of(text.offset + 0x10),
-            Some(text.vaddr + 0x10),
+            f.vaddr_of(offset + 0x10),
+            Some(vaddr + 0x10),
             "offsets in the code segment map to its addresses"
         );
         assert_eq!(f.vaddr_of(u64::MAX), None);
@@ -372,7 +313,7 @@ mod tests {
         for _ in 0..3 {
             let f = files.get((1, "x".into()), || {
                 opened += 1;
-                ModuleFile::open(&exe)
+                ModuleFile::open(&exe).ok()
             });
             assert!(f.is_some());
         }
