@@ -95,7 +95,7 @@ pub fn write(slice: &Slice, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// [`write`] into a string.
+/// [`write()`] into a string.
 pub fn text(slice: &Slice) -> String {
     let mut out = Vec::new();
     // Writing into memory cannot fail.

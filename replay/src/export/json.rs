@@ -241,7 +241,7 @@ pub fn write(slice: &Slice, top: Option<usize>, w: &mut dyn Write) -> io::Result
     w.write_all(b"\n")
 }
 
-/// [`write`] into a string.
+/// [`write()`] into a string.
 pub fn report(slice: &Slice, top: Option<usize>) -> String {
     let mut out = Vec::new();
     // Writing into memory cannot fail.

@@ -1,6 +1,6 @@
 //! Headless outputs of a capture for scripts, CI and other tools' viewers: one streaming
 //! pass over the file ([`scan`]), the user's filters ([`selection`], [`time`]) applied to
-//! it ([`slice`]), and a writer per format. The text report is [`crate::report`], the
+//! it ([`slice`](mod@slice)), and a writer per format. The text report is [`crate::report`], the
 //! comparison of two captures [`crate::diff`].
 
 pub mod error;

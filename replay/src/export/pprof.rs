@@ -406,7 +406,7 @@ pub fn write(slice: &Slice, w: &mut dyn Write) -> Result<(), ExportError> {
     Ok(())
 }
 
-/// [`write`] into memory.
+/// [`write()`] into memory.
 pub fn encode(slice: &Slice) -> Result<Vec<u8>, ExportError> {
     let mut out = Vec::new();
     write(slice, &mut out)?;

@@ -190,7 +190,7 @@ pub fn write(slice: &Slice, w: &mut dyn Write) -> io::Result<()> {
     w.write_all(b"\n")
 }
 
-/// [`write`] into a string.
+/// [`write()`] into a string.
 pub fn render(slice: &Slice) -> String {
     let mut out = Vec::new();
     // Writing into memory cannot fail.

@@ -86,7 +86,7 @@ pub fn write(slice: &Slice, w: &mut dyn Write) -> Result<(), ExportError> {
     })
 }
 
-/// [`write`] into memory.
+/// [`write()`] into memory.
 pub fn render(slice: &Slice) -> Result<Vec<u8>, ExportError> {
     let mut out = Vec::new();
     write(slice, &mut out)?;
