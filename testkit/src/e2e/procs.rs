@@ -41,6 +41,20 @@ impl ProcessGroup {
             .collect()
     }
 
+    /// The members still running after up to `timeout`: a process sent SIGKILL a moment
+    /// ago is still in the group (not yet a zombie) until its exit finishes, so "gone"
+    /// needs a moment to become true; one never signalled stays.
+    pub fn members_after(&self, timeout: std::time::Duration) -> Vec<u32> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = self.members();
+            if left.is_empty() || std::time::Instant::now() >= deadline {
+                return left;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     /// Sends `sig` to every member of the group.
     pub fn signal(&self, sig: libc::c_int) {
         // SAFETY: kill(2) with a negative pid signals the process group we created; it
