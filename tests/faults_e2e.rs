@@ -10,6 +10,8 @@
 
 mod common;
 
+use common::fixture_arg as fixture;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -17,10 +19,6 @@ use hotspot_replay::Capture;
 use hotspot_testkit::Rng;
 use hotspot_testkit::e2e::flush_log::*;
 use hotspot_testkit::e2e::{hotspot, run_ok, serial, tmp};
-
-fn fixture(name: &str) -> String {
-    common::fixture(name).to_string_lossy().into_owned()
-}
 
 #[test]
 fn sigkill_at_random_moments_leaves_exactly_what_was_flushed() {

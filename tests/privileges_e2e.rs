@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::fixture_arg as fixture;
+
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -14,10 +16,6 @@ use hotspot_replay::Capture;
 use hotspot_replay::profile;
 use hotspot_testkit::e2e::flush_log::*;
 use hotspot_testkit::e2e::{hotspot, serial, tmp};
-
-fn fixture(name: &str) -> String {
-    common::fixture(name).to_string_lossy().into_owned()
-}
 
 /// A `Cap*` line of a status file as a mask.
 fn cap_field(status: &str, field: &str) -> u64 {

@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::fixture_arg as fixture;
+
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::Command;
@@ -14,10 +16,6 @@ use hotspot_replay::profile::{self, Filter};
 
 use hotspot_testkit::e2e::procs::ProcessGroup;
 use hotspot_testkit::e2e::{hotspot, record_cmd, run_ok, serial, tmp};
-
-fn fixture(name: &str) -> String {
-    common::fixture(name).to_string_lossy().into_owned()
-}
 
 /// Folded stacks as `a;b;c` function-name strings with counts.
 fn folded(c: &Capture, filter: &Filter) -> Vec<(Vec<String>, u64)> {

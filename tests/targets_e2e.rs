@@ -4,16 +4,14 @@
 
 mod common;
 
+use common::fixture_arg as fixture;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use hotspot_replay::Capture;
 use hotspot_replay::profile;
 use hotspot_testkit::e2e::flush_log::*;
 use hotspot_testkit::e2e::{hotspot, run_ok, serial, tmp};
-
-fn fixture(name: &str) -> String {
-    common::fixture(name).to_string_lossy().into_owned()
-}
 
 /// Folded stacks of the samples of `tid` whose time passes `keep`, as leaf -> count.
 fn leaves(c: &Capture, tid: u32, keep: impl Fn(u64) -> bool) -> BTreeMap<String, u64> {

@@ -10,16 +10,14 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hotspot_testkit::e2e::hotspot_path;
+use hotspot_testkit::e2e::{committed_capture, hotspot_path};
 use tmux::Tmux;
 
 /// Live tests record with real BPF and share two CPUs: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn fixture_capture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/captures")
-        .join(format!("{name}.hsp"))
+    committed_capture(&format!("{name}.hsp"))
 }
 
 fn quote(p: &Path) -> String {

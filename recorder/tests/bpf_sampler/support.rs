@@ -17,10 +17,10 @@ pub(crate) const BUSY_C: &str = r#"
 #include <time.h>
 #include <unistd.h>
 
-pub(crate) static double deadline;
-pub(crate) static volatile unsigned long sink;
+static double deadline;
+static volatile unsigned long sink;
 
-pub(crate) static double now(void) {
+static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
@@ -28,7 +28,7 @@ pub(crate) static double now(void) {
 __attribute__((noinline)) static void leaf(void) { for (int i = 0; i < 100000; i++) sink += i; }
 __attribute__((noinline)) static void middle(void) { leaf(); }
 __attribute__((noinline)) static void spin(void) { while (now() < deadline) middle(); }
-pub(crate) static void *thread_main(void *arg) {
+static void *thread_main(void *arg) {
     (void)arg;
     /* The thread pointer (glibc's struct pthread), for tests to check copies against. */
     if (getenv("BUSY_PRINT_TCB")) {
