@@ -50,12 +50,10 @@ fn main() {
 }
 
 fn format_error(e: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in e.chain() {
-        let s = cause.to_string();
-        if !parts.iter().any(|p| p.contains(&s)) {
-            parts.push(s);
-        }
-    }
-    parts.join(": ")
+    // Each message names its own context only (what was being done, on which file) and
+    // leaves its cause to `source()`, so the chain joined is the whole story, once.
+    e.chain()
+        .map(|cause| cause.to_string())
+        .collect::<Vec<_>>()
+        .join(": ")
 }

@@ -265,7 +265,7 @@ pub fn record_with(
         hotspot_recorder::privilege::drop_after_attach(|| sampler.lost_per_cpu().is_ok())
         && run.progress
     {
-        eprintln!("hotspot: warning: {e}");
+        eprintln!("hotspot: warning: {}", crate::format_error(&e.into()));
     }
     if let Some(c) = &mut child {
         c.release()?;

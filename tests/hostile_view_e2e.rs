@@ -6,7 +6,7 @@
 //! empty file, or a header cut short, may still be being written: `view` waits for it,
 //! saying so.)
 
-mod hostile;
+use hotspot_testkit::hostile;
 mod tmux;
 
 use std::path::Path;

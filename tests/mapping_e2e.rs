@@ -13,7 +13,7 @@ use hotspot_replay::Capture;
 
 /// `hotspot record [extra] -o OUT -- argv` and the capture it wrote.
 fn record(out: &Path, extra: &[&str], argv: &[&str]) -> Capture {
-    common::recording::record_cmd(out, extra, argv)
+    hotspot_testkit::e2e::record_cmd(out, extra, argv)
 }
 
 /// One sample's leaf frame as the tests look at it.

@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::fixture_arg as fixture;
+
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::Command;
@@ -12,15 +14,8 @@ use std::time::Duration;
 use hotspot_replay::Capture;
 use hotspot_replay::profile::{self, Filter};
 
-use common::recording::{hotspot, record_cmd, run_ok};
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
-}
-
-fn fixture(name: &str) -> String {
-    common::fixture(name).to_string_lossy().into_owned()
-}
+use hotspot_testkit::e2e::procs::ProcessGroup;
+use hotspot_testkit::e2e::{hotspot, record_cmd, run_ok, serial, tmp};
 
 /// Folded stacks as `a;b;c` function-name strings with counts.
 fn folded(c: &Capture, filter: &Filter) -> Vec<(Vec<String>, u64)> {
@@ -200,7 +195,7 @@ fn earliest_work_of_a_command_is_recorded() {
 fn frequency_499_for_3s_on_one_busy_thread() {
     let d = tmp();
     let out = d.path().join("f.hsp");
-    let _g = common::recording::serial();
+    let _g = serial();
     let res = run_ok(
         hotspot()
             .args(["record", "-F", "499", "-o"])
@@ -247,7 +242,7 @@ fn frequency_499_for_3s_on_one_busy_thread() {
 #[test]
 fn record_by_pid_with_duration() {
     let d = tmp();
-    let _g = common::recording::serial();
+    let _g = serial();
     let mut child = Command::new(fixture("busy"))
         .arg("6")
         .spawn()
@@ -284,22 +279,29 @@ fn record_by_pid_with_duration() {
 
 /// `record -d 1 -- ARGV`: the capture and hotspot's stderr. Its output goes to a file,
 /// not a pipe: a command left running holds a pipe open.
-fn record_for_a_second(out: &std::path::Path, extra: &[&str], argv: &[&str]) -> (Capture, String) {
-    let _g = common::recording::serial();
+/// `hotspot record -d 1` in a process group of its own: the capture, hotspot's stderr, and
+/// the group, which holds whatever hotspot's command left running (ended when dropped).
+fn record_for_a_second(
+    out: &std::path::Path,
+    extra: &[&str],
+    argv: &[&str],
+) -> (Capture, String, ProcessGroup) {
+    let _g = serial();
     let log = out.with_extension("stderr");
-    let status = hotspot()
-        .args(["record", "-d", "1", "-o"])
-        .arg(out)
-        .args(extra)
-        .arg("--")
-        .args(argv)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("stderr file"))
-        .status()
-        .expect("run");
+    let (mut rec, group) = ProcessGroup::spawn(
+        hotspot()
+            .args(["record", "-d", "1", "-o"])
+            .arg(out)
+            .args(extra)
+            .arg("--")
+            .args(argv)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("stderr file")),
+    );
+    let status = rec.wait().expect("wait for hotspot");
     let stderr = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(status.success(), "{stderr}");
-    (Capture::open(out).expect("opens"), stderr)
+    (Capture::open(out).expect("opens"), stderr, group)
 }
 
 /// True while `pid` exists.
@@ -325,7 +327,7 @@ fn a_duration_ends_the_command_it_started() {
         (vec!["sh", "-c", stubborn.as_str()], "SIGKILL"),
     ] {
         let out = d.path().join("d.hsp");
-        let (c, stderr) = record_for_a_second(&out, &[], &argv);
+        let (c, stderr, group) = record_for_a_second(&out, &[], &argv);
         let pid = command_pid(&c);
         assert!(
             !process_exists(pid),
@@ -341,22 +343,19 @@ fn a_duration_ends_the_command_it_started() {
         );
         assert!(!c.samples.is_empty(), "{argv:?}");
         // The stubborn shell's own child (which ignores SIGTERM too) went with it.
-        let left = Command::new("pgrep")
-            .args(["-f", &format!("{busy} 601")])
-            .output()
-            .expect("pgrep");
-        let left = String::from_utf8_lossy(&left.stdout).trim().to_string();
-        let _ = Command::new("pkill")
-            .args(["-KILL", "-f", &format!("{busy} 601")])
-            .status();
+        // hotspot has been waited for: anything left in its process group is what its
+        // command started (given half a second to finish exiting if hotspot killed it
+        // just before it returned; the child left alive would run for 601 s).
+        let left = group.members_after(Duration::from_millis(500));
+        group.kill();
         assert!(
             left.is_empty(),
-            "{argv:?}: the command's child {left} still runs"
+            "{argv:?}: the command's child {left:?} still runs"
         );
     }
     // --keep-running leaves it running, and says so.
     let out = d.path().join("k.hsp");
-    let (c, stderr) = record_for_a_second(&out, &["--keep-running"], &[&busy, "600"]);
+    let (c, stderr, _group) = record_for_a_second(&out, &["--keep-running"], &[&busy, "600"]);
     let pid = command_pid(&c);
     let alive = process_exists(pid);
     let _ = Command::new("kill")
@@ -369,17 +368,17 @@ fn a_duration_ends_the_command_it_started() {
 #[test]
 fn sigkill_of_the_recorder_leaves_a_readable_capture() {
     let d = tmp();
-    let _g = common::recording::serial();
+    let _g = serial();
     let out = d.path().join("k.hsp");
-    let mut rec = hotspot()
-        .arg("record")
-        .arg("-o")
-        .arg(&out)
-        .arg("--")
-        .arg(fixture("busy"))
-        .arg("8")
-        .spawn()
-        .expect("spawn recorder");
+    let (mut rec, group) = ProcessGroup::spawn(
+        hotspot()
+            .arg("record")
+            .arg("-o")
+            .arg(&out)
+            .arg("--")
+            .arg(fixture("busy"))
+            .arg("8"),
+    );
     std::thread::sleep(Duration::from_millis(2600));
     rec.kill().expect("SIGKILL");
     let _ = rec.wait();
@@ -394,10 +393,9 @@ fn sigkill_of_the_recorder_leaves_a_readable_capture() {
         self_samples(&folded(&c, &Filter::default()), "busy_leaf") > 0,
         "names flushed too"
     );
-    // The workload was left running by the kill; it would otherwise burn CPU for the others.
-    let _ = Command::new("pkill")
-        .args(["-f", &fixture("busy")])
-        .status();
+    // The workload was left running by the kill (it is in the recorder's process group);
+    // it would otherwise burn CPU for the others.
+    group.kill();
 }
 
 fn stderr_of(args: &[&str]) -> String {
@@ -445,23 +443,23 @@ fn bad_input_gives_one_line_errors() {
 #[test]
 fn sigterm_finishes_the_capture_cleanly() {
     let d = tmp();
-    let _g = common::recording::serial();
+    let _g = serial();
     let out = d.path().join("term.hsp");
     let busy = fixture("busy");
-    let rec = hotspot()
-        .arg("record")
-        .arg("-o")
-        .arg(&out)
-        .arg("--")
-        .arg(&busy)
-        .arg("8")
-        .spawn()
-        .expect("spawn");
+    let (rec, group) = ProcessGroup::spawn(
+        hotspot()
+            .arg("record")
+            .arg("-o")
+            .arg(&out)
+            .arg("--")
+            .arg(&busy)
+            .arg("8"),
+    );
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: sending a signal to our own child.
     unsafe { libc::kill(rec.id() as i32, libc::SIGTERM) };
     let res = rec.wait_with_output().expect("wait");
-    let _ = Command::new("pkill").args(["-f", &busy]).status();
+    group.kill();
     assert!(res.status.success(), "recorder exit status {}", res.status);
     let c = Capture::open(&out).expect("opens");
     assert!(c.end.is_some(), "end marker written after SIGTERM");
@@ -472,7 +470,7 @@ fn sigterm_finishes_the_capture_cleanly() {
 #[test]
 fn all_processes_mode_sees_other_processes() {
     let d = tmp();
-    let _g = common::recording::serial();
+    let _g = serial();
     let mut child = Command::new(fixture("busy"))
         .arg("3")
         .spawn()
@@ -514,7 +512,7 @@ fn all_processes_mode_sees_other_processes() {
 #[test]
 fn disk_full_stops_with_a_clear_error_and_keeps_complete_blocks() {
     let d = tmp();
-    let _g = common::recording::serial();
+    let _g = serial();
     let mnt = d.path().join("small");
     std::fs::create_dir(&mnt).expect("mkdir");
     let st = Command::new("mount")
@@ -527,19 +525,20 @@ fn disk_full_stops_with_a_clear_error_and_keeps_complete_blocks() {
     // Outside the small file system: it must record the failed write too.
     let log = d.path().join("full.log");
     // Deep stacks at a high rate fill 48 KiB within seconds.
-    let res = hotspot()
-        .args(["record", "-F", "4999", "-d", "20", "--flush-log"])
-        .arg(&log)
-        .arg("-o")
-        .arg(&out)
-        .arg("--")
-        .arg(fixture("recurse"))
-        .arg("20")
-        .output()
-        .expect("run");
-    let _ = Command::new("pkill")
-        .args(["-f", &fixture("recurse")])
-        .status();
+    let (rec, group) = ProcessGroup::spawn(
+        hotspot()
+            .args(["record", "-F", "4999", "-d", "20", "--flush-log"])
+            .arg(&log)
+            .arg("-o")
+            .arg(&out)
+            .arg("--")
+            .arg(fixture("recurse"))
+            .arg("20")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped()),
+    );
+    let res = rec.wait_with_output().expect("wait for hotspot");
+    group.kill();
     let stderr = String::from_utf8_lossy(&res.stderr).into_owned();
     let c = Capture::open(&out);
     let _ = Command::new("umount").arg(&mnt).status();

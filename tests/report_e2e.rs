@@ -7,37 +7,19 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Mutex;
 
+use hotspot_testkit::e2e::{hotspot, run_ok as ok, tmp};
 use serde_json::Value;
 
 /// Recordings share two CPUs: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn hotspot() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hotspot"))
-}
-
 fn capture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/captures")
         .join(name)
-}
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
-}
-
-fn ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("run");
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 fn stdout(args: &[&str]) -> Vec<u8> {

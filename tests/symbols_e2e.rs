@@ -5,26 +5,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Mutex;
 
 use hotspot_format::{FrameAddr, Record, read_all};
+use hotspot_testkit::e2e::{hotspot, run_ok as ok};
 
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn hotspot() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hotspot"))
-}
-
-fn ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("run hotspot");
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 fn record(out: &Path, argv: &[&Path], args: &[&str]) {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -10,19 +10,14 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use hotspot_testkit::e2e::{committed_capture, hotspot_path};
 use tmux::Tmux;
 
 /// Live tests record with real BPF and share two CPUs: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn hotspot() -> &'static str {
-    env!("CARGO_BIN_EXE_hotspot")
-}
-
 fn fixture_capture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/captures")
-        .join(format!("{name}.hsp"))
+    committed_capture(&format!("{name}.hsp"))
 }
 
 fn quote(p: &Path) -> String {
@@ -34,7 +29,7 @@ fn view_replays_a_capture_and_restores_the_terminal() {
     let t = Tmux::start("view", 160, 50);
     t.type_line(&format!(
         "{} view {}",
-        hotspot(),
+        hotspot_path().display(),
         quote(&fixture_capture("phased"))
     ));
     let s = t.wait_for("the flat view", Duration::from_secs(10), |s| {
@@ -84,7 +79,7 @@ fn live_profiles_a_command_and_quits_cleanly() {
     let t = Tmux::start("live", 160, 50);
     t.type_line(&format!(
         "{} live -o {} -- {} 2",
-        hotspot(),
+        hotspot_path().display(),
         quote(&kept),
         quote(&phased)
     ));
@@ -136,7 +131,7 @@ fn closing_the_terminal_ends_the_views_and_finishes_a_live_capture() {
     t.type_line(&format!(
         "setsid -w sh -c 'echo $$ > {}; exec {} view {}'",
         pidfile.display(),
-        hotspot(),
+        hotspot_path().display(),
         quote(&fixture_capture("phased"))
     ));
     t.wait_for("the flat view", Duration::from_secs(10), |s| {
@@ -154,7 +149,7 @@ fn closing_the_terminal_ends_the_views_and_finishes_a_live_capture() {
     t.type_line(&format!(
         "echo $$ > {}; exec {} live -o {} -- {} 30",
         pidfile.display(),
-        hotspot(),
+        hotspot_path().display(),
         quote(&kept),
         quote(&phased)
     ));
@@ -164,7 +159,7 @@ fn closing_the_terminal_ends_the_views_and_finishes_a_live_capture() {
     let pid = std::fs::read_to_string(&pidfile).expect("pid file");
     drop(t);
     wait_gone(pid.trim(), Duration::from_secs(10), "hotspot live");
-    let out = Command::new(hotspot())
+    let out = Command::new(hotspot_path())
         .args(["info", "--json"])
         .arg(&kept)
         .output()

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use hotspot_replay::Capture;
 use hotspot_replay::profile::{self, Filter};
 
-use common::recording::{hotspot, run_ok};
+use hotspot_testkit::e2e::{hotspot, record_cmd, run_ok, tmp};
 
 /// `hotspot record [extra] -o OUT -- argv` and the capture it wrote.
 fn record(out: &Path, extra: &[&str], argv: &[&str]) -> Capture {
-    common::recording::record_cmd(out, extra, argv)
+    record_cmd(out, extra, argv)
 }
 
 /// Stacks as function names, root first, with their sample counts.
@@ -75,10 +75,6 @@ fn share(part: u64, whole: u64) -> f64 {
 
 fn plain(name: &str) -> String {
     common::plain_fixture(name).to_string_lossy().into_owned()
-}
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
 }
 
 #[test]

@@ -4,13 +4,11 @@
 // Tests and tools: a failed unwrap is a test failure with a backtrace.
 #![allow(clippy::unwrap_used)]
 
-#[path = "../tests/common/synthetic.rs"]
-mod synthetic;
-
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use hotspot_format::{Event, Reader, Record, Writer, codec, columns};
+use hotspot_testkit::synthetic;
 
 fn encode(samples: &[hotspot_format::Sample], cfg: &synthetic::Config) -> Vec<u8> {
     let mut w = Writer::new(Vec::new(), synthetic::session(cfg)).unwrap();

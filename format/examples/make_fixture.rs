@@ -6,12 +6,7 @@
 // Tests and tools: a failed unwrap is a test failure with a backtrace.
 #![allow(clippy::unwrap_used)]
 
-#[path = "../tests/common/synthetic.rs"]
-mod synthetic;
-
-#[allow(dead_code)]
-#[path = "../tests/common/fixture.rs"]
-mod fixture;
+use hotspot_testkit::synthetic::fixture;
 
 fn main() -> std::io::Result<()> {
     let path = std::env::args()

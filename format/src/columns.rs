@@ -107,7 +107,7 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 const SPLIT_MIN_SAMPLES: usize = 4096;
 
 /// Appends the body of a `Samples` record holding `samples` (at most
-/// [`MAX_BATCH_SAMPLES`](crate::limits::MAX_BATCH_SAMPLES); the writer splits larger ones).
+/// [`MAX_BATCH_SAMPLES`]; the writer splits larger ones).
 ///
 /// Returns the offsets in `out` where a column plane starts, for the writer to end a zstd
 /// block at each so that every plane gets its own entropy table (empty for small batches).

@@ -1,4 +1,7 @@
 //! Typed errors: why a capture cannot be opened or written, and why a region of one was skipped.
+//!
+//! A message names what was being done; the cause, where there is one, is the error's
+//! `source()`, which the binary prints after it (`writing the capture: i/o error: …`).
 
 use thiserror::Error;
 
@@ -33,13 +36,13 @@ pub enum FormatError {
         max: u64,
     },
     /// postcard failed to serialize a record (should not happen for the record types).
-    #[error("could not encode a record: {0}")]
+    #[error("could not encode a record")]
     Encode(#[source] postcard::Error),
     /// zstd failed to compress a block.
-    #[error("zstd compression failed: {0}")]
+    #[error("zstd compression failed")]
     Compress(#[source] std::io::Error),
     /// The underlying writer or reader failed.
-    #[error("i/o error: {0}")]
+    #[error("i/o error")]
     Io(#[from] std::io::Error),
 }
 

@@ -1,4 +1,6 @@
-//! Errors of the recorder, each a one-line message naming the problem and what to do.
+//! Errors of the recorder, each a one-line message naming the problem and what to do. A
+//! message names what was being done (and on which file); the cause, where there is one,
+//! is its `source()`, which the binary joins after it: `PATH: Permission denied`.
 
 use std::path::PathBuf;
 
@@ -10,9 +12,9 @@ use crate::bpf::BpfError;
 pub enum RecordError {
     #[error(transparent)]
     Bpf(#[from] BpfError),
-    #[error("writing the capture: {0}")]
+    #[error("writing the capture")]
     Format(#[from] FormatError),
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -26,7 +28,7 @@ pub enum RecordError {
     Symlink(PathBuf),
     #[error("no process with pid {0} (check the pid with `ps -p {0}`)")]
     NoSuchProcess(u32),
-    #[error("cannot start {cmd}: {source}")]
+    #[error("cannot start {cmd}")]
     Spawn {
         cmd: String,
         #[source]

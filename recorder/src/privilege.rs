@@ -49,7 +49,7 @@ pub struct Dropped {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PrivilegeError {
-    #[error("dropping privileges: {what} failed: {source}")]
+    #[error("dropping privileges: {what} failed")]
     Syscall {
         what: &'static str,
         #[source]

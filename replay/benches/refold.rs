@@ -16,25 +16,9 @@ use hotspot_replay::tui::model::Data;
 use hotspot_replay::tui::palette::{ColorMode, Palette};
 use hotspot_replay::tui::render::draw;
 use hotspot_replay::tui::{Mode, Options, State};
+use hotspot_testkit::Rng;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-
-/// splitmix64: deterministic and dependency-free.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// 300 functions in two modules, 3,000 stacks 8–40 frames deep, `samples` samples on 8
 /// threads over 100 s in phases, with idle gaps.

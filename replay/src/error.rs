@@ -1,4 +1,6 @@
-//! Errors of the replay side: one line each, naming the file and what to do.
+//! Errors of the replay side: one line each, naming the file and what to do. A message names
+//! the file (and what was being done); the cause, where there is one, is its `source()`,
+//! which the binary joins after it: `x.hsp: not a hotspot capture: …`.
 
 use std::path::PathBuf;
 
@@ -6,7 +8,7 @@ use hotspot_format::FormatError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -17,7 +19,7 @@ pub enum ReplayError {
     /// A device, pipe or socket: never mapped or read whole (`/dev/zero` has no end).
     #[error("{0} is not a regular file (a device, pipe or socket): give a capture file")]
     NotRegular(PathBuf),
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Format {
         path: PathBuf,
         #[source]

@@ -6,8 +6,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../tests/hostile/mod.rs"]
-mod hostile;
+use hotspot_testkit::hostile;
 mod read_path;
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -172,9 +171,9 @@ fn byte_flips_in_the_views_and_exporters() {
     let mut rng = hostile::Rng(42);
     for i in 0..100 {
         let mut b = bytes.clone();
-        for _ in 0..1 + rng.below(8) {
-            let at = rng.below(b.len());
-            b[at] ^= 1 << rng.below(8);
+        for _ in 0..1 + rng.index(8) {
+            let at = rng.index(b.len());
+            b[at] ^= 1 << rng.index(8);
         }
         // The same flips behind repaired checksums reach the zstd decoder.
         read_case(&hostile::Case::new(

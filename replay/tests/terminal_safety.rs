@@ -7,8 +7,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../tests/hostile/mod.rs"]
-mod hostile;
+use hotspot_testkit::hostile;
 mod read_path;
 
 use std::path::PathBuf;

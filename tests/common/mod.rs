@@ -1,7 +1,8 @@
 //! Shared helpers for hotspot's end-to-end tests: building the C fixtures in `fixtures/`
 //! (programs with known profiles, see `fixtures/README.md`) and inspecting the binaries.
 //!
-//! Use from an integration test with `mod common;`.
+//! Use from an integration test with `mod common;`; running the binary (`hotspot()`,
+//! `run_ok`, one recording at a time) is in `hotspot_testkit::e2e`.
 //!
 //! Builds are cached under `$CARGO_TARGET_TMPDIR/fixtures/<name>-<variant>-<hash>/`, where
 //! the hash covers the fixture source, every `fixtures/*.h` and the flags, so an edit
@@ -31,8 +32,6 @@
 //! binary to a directory of its own.
 
 #![allow(dead_code)]
-
-pub mod recording;
 
 use std::collections::HashMap;
 use std::fs;
@@ -101,6 +100,11 @@ pub fn fixture_cache_dir() -> PathBuf {
 /// binary's path. Panics with gcc's stderr if it does not compile.
 pub fn fixture(name: &str) -> PathBuf {
     fixture_with(name, &[], "default")
+}
+
+/// [`fixture`] as a string, for argument lists.
+pub fn fixture_arg(name: &str) -> String {
+    fixture(name).to_string_lossy().into_owned()
 }
 
 /// `fixtures/<name>.c` built with [`PLAIN_CFLAGS`] only: no frame pointers except where

@@ -13,14 +13,11 @@
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::hint::black_box;
 
-use common::oracle::Oracle;
-use common::{Build, Dump, PYTHON_WORK, Process, SCENARIOS, dumps, samples};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use hotspot_testkit::unwind::oracle::Oracle;
+use hotspot_testkit::unwind::{Build, Dump, PYTHON_WORK, Process, SCENARIOS, dumps, samples};
 use hotspot_unwind::{ModuleUnwind, Unwinder};
 
 /// The samples, and per distinct set of mappings (a process, as the recorder has one

@@ -12,7 +12,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
-mod fuzz_check;
+use hotspot_testkit::unwind::fuzz_check;
 
 use std::process::Command;
 

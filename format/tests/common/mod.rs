@@ -1,7 +1,11 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the format crate's integration tests; the synthetic stream and the
+//! committed fixture's recipe live in `hotspot-testkit`, shared with the benchmark and the
+//! examples.
 #![allow(dead_code)]
 
-pub mod synthetic;
+// Not every test binary uses both.
+#[allow(unused_imports)]
+pub use hotspot_testkit::synthetic::{self, fixture};
 
 use hotspot_format::{
     Block, Event, Frame, FrameAddr, Module, ModuleKind, Process, Reader, Record, Sample,
@@ -115,5 +119,3 @@ pub fn blocks_with_ranges(data: &[u8]) -> Vec<(Block, std::ops::Range<usize>)> {
     }
     out
 }
-
-pub mod fixture;

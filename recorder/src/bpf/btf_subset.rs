@@ -64,7 +64,7 @@ const MAX_PASSES: usize = 4;
 /// Why the subset could not be made; the caller falls back to the full parse.
 #[derive(Debug, thiserror::Error)]
 pub enum SubsetError {
-    #[error("reading {KERNEL_BTF}: {0}")]
+    #[error("reading {KERNEL_BTF}")]
     Read(#[from] std::io::Error),
     #[error("{KERNEL_BTF}: {0}")]
     Malformed(&'static str),

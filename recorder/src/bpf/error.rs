@@ -4,8 +4,10 @@ use std::io;
 
 /// Everything that can go wrong between the recorder and the kernel's BPF side.
 ///
-/// Messages are single lines that already carry their cause (aya's own
-/// errors keep causes in `source()`, which a one-line report would drop).
+/// Messages are single lines. Where the cause is one of ours (an `io::Error`) it is the
+/// variant's `source()`, printed after the message by whoever reports it; aya's errors are
+/// flattened into the `reason` text with `chain` instead, because some of them repeat
+/// their own source in their message.
 #[derive(Debug, thiserror::Error)]
 pub enum BpfError {
     /// The process lacks the capabilities to load and attach BPF programs.
@@ -84,8 +86,8 @@ pub enum BpfError {
 
     /// The kernel's mapping events could not be opened.
     #[error(
-        "cannot open the kernel's mapping events (a perf dummy event on CPU {cpu}): {source}; \
-         they need CAP_PERFMON (or root)"
+        "cannot open the kernel's mapping events (a perf dummy event on CPU {cpu}; they need \
+         CAP_PERFMON or root)"
     )]
     MappingEvents {
         /// CPU whose event failed.
@@ -94,7 +96,7 @@ pub enum BpfError {
         source: io::Error,
     },
     /// The list of online (or possible) CPUs could not be read.
-    #[error("cannot read the CPUs from {path}: {source}")]
+    #[error("cannot read the CPUs from {path}")]
     OnlineCpus {
         /// File that failed.
         path: &'static str,
@@ -114,7 +116,7 @@ pub enum BpfError {
     },
 
     /// Waiting on the ring buffer failed.
-    #[error("waiting for BPF events failed: {0}")]
+    #[error("waiting for BPF events failed")]
     Poll(#[source] io::Error),
 
     /// The sampling program could not be detached at the end of a recording.

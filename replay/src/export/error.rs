@@ -1,5 +1,5 @@
 //! Errors of the headless outputs: one line each, naming the problem and, where there is
-//! one, what to do instead.
+//! one, what to do instead. The cause of a failed render is its `source()`.
 
 use crate::error::ReplayError;
 
@@ -50,7 +50,7 @@ pub enum ExportError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
     /// An exporter's output could not be produced.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Render {
         what: &'static str,
         #[source]

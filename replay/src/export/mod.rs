@@ -1,6 +1,6 @@
 //! Headless outputs of a capture for scripts, CI and other tools' viewers: one streaming
 //! pass over the file ([`scan`]), the user's filters ([`selection`], [`time`]) applied to
-//! it ([`slice`]), and a writer per format, all with one signature ([`Writer`]); the
+//! it ([`slice`](mod@slice)), and a writer per format, all with one signature ([`Writer`]); the
 //! comparison of two captures is [`diff`], with one signature too ([`DiffWriter`]).
 
 pub mod diff;

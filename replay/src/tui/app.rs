@@ -37,7 +37,7 @@ const RELOAD_EVERY: Duration = Duration::from_secs(2);
 /// Errors of the views.
 #[derive(Debug, thiserror::Error)]
 pub enum TuiError {
-    #[error("terminal: {0}")]
+    #[error("terminal")]
     Terminal(#[from] std::io::Error),
     #[error(transparent)]
     Capture(#[from] ReplayError),

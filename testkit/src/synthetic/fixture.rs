@@ -4,9 +4,10 @@
 
 use hotspot_format::{Lost, Process, ProcessExit, Record, Sample, SampleBatch, Thread, Writer};
 
-use super::synthetic::{self, Config};
+use crate::synthetic::{self, Config};
 
 /// What the fixture holds: its bytes, and the records and samples given to the writer.
+#[derive(Debug)]
 pub struct Fixture {
     pub bytes: Vec<u8>,
     /// Every non-sample record given to the writer, session first, in order.

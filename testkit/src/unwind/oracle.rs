@@ -4,7 +4,7 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
 use object::{Object, ObjectSection};
 
-use super::{Dump, Process};
+use super::dumps::{Dump, Process};
 
 /// A framehop unwinder with every module of a dump's process added.
 pub struct Oracle {

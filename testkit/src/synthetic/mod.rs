@@ -1,5 +1,5 @@
-//! A deterministic synthetic profiling stream (shared by the goal-check test, the benchmark
-//! and the fixture generator): what a 2-thread program on 2 CPUs sampled at 499 Hz looks like.
+//! A deterministic synthetic profiling stream (shared by the format's size-goal test, its
+//! throughput benchmark and the fixture generator): what a 2-thread program on 2 CPUs sampled at 499 Hz looks like.
 //!
 //! Model (see `fixtures/captures/README.md` and `SPEC.md`, "Size goal"):
 //! - each CPU's timer fires on an exact grid of period 1e9/499 ns (how the kernel's hrtimer
@@ -11,37 +11,14 @@
 //!   distinct stacks (its own random permutation of them); stack ids are assigned in order
 //!   of first appearance, as a recorder interning stacks does.
 
-#![allow(dead_code)]
+pub mod fixture;
+
+pub use crate::rng::Rng;
 
 use hotspot_format::{
     Frame, FrameAddr, Module, ModuleKind, Process, Record, Sample, SessionHeader, Stack, Symbol,
     Thread,
 };
-
-/// splitmix64: tiny, fast and good enough for test data.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in (0, 1].
-    pub fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-    /// Standard normal (Box–Muller).
-    pub fn normal(&mut self) -> f64 {
-        let (u1, u2) = (self.unit(), self.unit());
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct Config {

@@ -1,5 +1,5 @@
 //! What the `unwind` fuzz target checks (`fuzz/fuzz_targets/unwind.rs`), shared with the
-//! regression test `tests/fuzz_inputs.rs`.
+//! regression test `unwind/tests/fuzz_inputs.rs`.
 //!
 //! An input is a 32-byte header, then the bytes of an ELF file, of a debug file and of a
 //! stack copy:
@@ -16,8 +16,6 @@
 //! The module is mapped at its own addresses (avma = svma below 2^40), anonymous
 //! executable memory lies at [`ANON`] and its code bytes are the debug file's bytes
 //! (repeated), the stack copy starts at [`STACK`] (= sp).
-
-#![allow(dead_code)]
 
 use hotspot_unwind::{
     AddressSpace, CodeAt, CopyEnd, MAX_FRAMES, ModuleUnwind, Regs, StackCopy, Unwinder,
