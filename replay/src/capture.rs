@@ -171,7 +171,7 @@ impl Capture {
             Record::Module(m) => {
                 self.module_names
                     .entry(m.id)
-                    .or_insert_with(|| capped(crate::names::short_module(&m.path)).into());
+                    .or_insert_with(|| capped(short_module(&m.path)).into());
                 self.modules.entry(m.id).or_insert(m);
             }
             Record::Frame(f) => {
@@ -244,9 +244,16 @@ impl Capture {
             None => self
                 .modules
                 .get(&id)
-                .map(|m| capped(crate::names::short_module(&m.path)).into()),
+                .map(|m| capped(short_module(&m.path)).into()),
         }
     }
+}
+
+/// The short name of a module: the file name of its path
+/// (`/usr/lib/x86_64-linux-gnu/libc.so.6` → `libc.so.6`). The capture keeps one per
+/// module; names, reports and views print it.
+pub fn short_module(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_string()
 }
 
 /// Longest name kept from a capture, in bytes: what the views and reports show of a name

@@ -5,13 +5,7 @@ use std::sync::Arc;
 
 use crate::profile::Folded;
 
-/// Identity of a function across frames: name and the module it lives in.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FunctionKey {
-    pub function: Arc<str>,
-    pub module: Arc<str>,
-    pub kernel: bool,
-}
+pub use crate::names::FunctionKey;
 
 /// Per source line of a function: (self, total) samples.
 type LineCounts = BTreeMap<(Arc<str>, u32), (u64, u64)>;

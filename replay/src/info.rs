@@ -9,10 +9,10 @@ use hotspot_format::records::kind;
 use hotspot_format::{Module, ModuleId, ModuleKind, StackId};
 use serde::Serialize;
 
-use crate::capture::Capture;
+use crate::capture::{Capture, short_module};
 use crate::export::json::{CaptureInfo, Session, capture_info_of, pct, session_of};
 use crate::export::scan::{Scan, Sizes};
-use crate::names::{self, UNKNOWN, short_module};
+use crate::names::{self, UNKNOWN};
 use crate::sanitize::display;
 
 /// What `info` reports on: a capture's definitions and its samples counted per stack

@@ -4,8 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::flat::FunctionKey;
-use crate::names::FrameName;
+use crate::names::{FrameName, FunctionKey};
 use crate::profile::Folded;
 
 /// Index of a node in [`CallTree::nodes`]; 0 is the root.
@@ -139,11 +138,7 @@ impl CallTree {
 
 /// The function identity a frame is merged under.
 pub fn key_of(f: &FrameName) -> FunctionKey {
-    FunctionKey {
-        function: f.function.clone(),
-        module: f.module.clone(),
-        kernel: f.kernel,
-    }
+    f.key()
 }
 
 /// Callers and callees of one function, across every place it appears.

@@ -11,7 +11,7 @@
 //! whichever is more). A capture whose buckets each hold many different stacks gets
 //! wider buckets: coarser selection edges rather than memory that grows with samples.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 /// Most buckets kept; when the span outgrows them the width doubles. 4096 buckets put
 /// the selection's edges within 1/4096 of the capture, finer than any terminal column.
@@ -49,7 +49,7 @@ pub struct Buckets {
     /// Cells in all buckets.
     ncells: usize,
     /// Distinct (thread, stack) pairs seen: what the cell budget scales with.
-    pairs: HashSet<u64, std::hash::BuildHasherDefault<super::model::FxHasher>>,
+    pairs: FxHashSet<u64>,
     /// Cells of each bucket, sorted by (thread, stack).
     buckets: Vec<Vec<Cell>>,
     samples: u64,

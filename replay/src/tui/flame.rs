@@ -169,7 +169,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let total = tree.nodes[0].total.max(1);
     let src = f
         .line(shown)
-        .map(|(file, line)| format!("{}:{line}", display(&crate::names::short_module(file))))
+        .map(|(file, line)| format!("{}:{line}", display(&crate::capture::short_module(file))))
         .unwrap_or_else(|| "no source line".into());
     let module = f.key(shown).map(|k| display(&k.module)).unwrap_or_default();
     let y = details_y(area);

@@ -5,7 +5,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
 use crate::flat::FlatRow;
-use crate::names::short_module;
+use crate::capture::short_module;
 use crate::sanitize::display;
 
 use super::draw::{bar, pct, put, thousands};

@@ -8,7 +8,7 @@ use super::callers::{self, Line};
 use super::flame;
 use super::flat::NAME_X;
 use super::state::View;
-use crate::flat::FunctionKey;
+use crate::names::FunctionKey;
 use crate::sanitize::display;
 
 /// Text drawn at (x, y) that links to `url`.

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use ratatui::crossterm::event::{KeyEvent, MouseButton, MouseEvent, MouseEventKind};
 
-use crate::flat::FunctionKey;
+use crate::names::FunctionKey;
 
 use super::chrome::{scopes, tabs};
 use super::keymap::{Cmd, Key, Scope, lookup};

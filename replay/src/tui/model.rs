@@ -6,45 +6,15 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use hotspot_format::{Event, ModuleKind};
+use rustc_hash::FxHashMap;
 
 use crate::capture::Capture;
-use crate::flat::{FlatRow, FunctionKey};
+use crate::flat::FlatRow;
+use crate::names::FunctionKey;
 use crate::names::FrameName;
 use crate::profile::StackNames;
 use crate::tree::{Neighbours, key_of};
 use crate::tui::buckets::Buckets;
-
-/// A fast hasher for the integer keys of the folds (ids, not attacker-chosen text):
-/// the multiply-rotate of rustc's FxHash.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct FxHasher(u64);
-
-impl std::hash::Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-/// A `HashMap` keyed by ids.
-pub type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
 /// A thread the capture has samples of.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,12 +35,12 @@ pub struct Data {
     pub buckets: Buckets,
     /// Dense thread index → thread, in order of first sample.
     pub threads: Vec<ThreadRow>,
-    thread_index: IdMap<u32, u32>,
+    thread_index: FxHashMap<u32, u32>,
     /// Dense stack index → the capture's stack id, in order of first sample. The folds
     /// index stacks densely: a capture's ids are its writer's choice, and a crafted one
     /// (stack `u32::MAX`) must not size an array.
     pub stack_ids: Vec<u32>,
-    stack_index: IdMap<u32, u32>,
+    stack_index: FxHashMap<u32, u32>,
     pub names: StackNames,
     /// Bumped whenever samples or names change: the folds' cache key.
     pub generation: u64,
@@ -245,7 +215,7 @@ impl Data {
 /// The dense index of thread `tid`, added on first sight.
 fn thread_idx(
     threads: &mut Vec<ThreadRow>,
-    index: &mut IdMap<u32, u32>,
+    index: &mut FxHashMap<u32, u32>,
     capture: &Capture,
     tid: u32,
 ) -> u32 {
@@ -526,7 +496,7 @@ fn flat_rows<'a>(
     let (mut self_n, mut total_n) = (vec![0u64; nf], vec![0u64; nf]);
     // Stamp per function: the last stack that counted it, for counting recursion once.
     let mut stamp = vec![usize::MAX; nf];
-    let mut lines: IdMap<(u32, u32), (u64, u64)> = IdMap::default();
+    let mut lines: FxHashMap<(u32, u32), (u64, u64)> = FxHashMap::default();
     for (si, &(id, n)) in stacks.iter().enumerate() {
         let s = seq(id);
         for (i, &(f, l)) in s.iter().enumerate() {
@@ -600,10 +570,10 @@ pub fn ensure_tree(fold: &mut Fold, data: &Data) {
 
 fn tree<'a>(it: &Interned, stacks: &[(u32, u64)], seq: &dyn Fn(u32) -> &'a [(u32, u32)]) -> Tree {
     let mut nodes = vec![root_node()];
-    let mut index: IdMap<(usize, u32), usize> = IdMap::default();
+    let mut index: FxHashMap<(usize, u32), usize> = FxHashMap::default();
     // Per node its first line and samples inline (most nodes have one), others aside.
     let mut first_line: Vec<(u32, u64)> = vec![(NO_LINE, 0)];
-    let mut more_lines: IdMap<(usize, u32), u64> = IdMap::default();
+    let mut more_lines: FxHashMap<(usize, u32), u64> = FxHashMap::default();
     for &(id, n) in stacks {
         let s = seq(id);
         nodes[0].total += n;

@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use ratatui::layout::Rect;
 
-use crate::flat::{FlatRow, FunctionKey};
+use crate::flat::FlatRow;
+use crate::names::FunctionKey;
 use crate::tree::Neighbours;
 
 use super::layout::Regions;
