@@ -1,6 +1,7 @@
 //! hotspot's replay side: reads captures and folds them into profiles, views and reports.
 
 pub mod capture;
+pub mod clock;
 pub mod diff;
 pub mod error;
 pub mod export;
@@ -11,6 +12,7 @@ pub mod profile;
 pub mod report;
 pub mod resymbolize;
 pub mod sanitize;
+pub mod tally;
 pub mod tree;
 pub mod tui;
 pub mod unwinding;

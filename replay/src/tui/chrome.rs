@@ -196,8 +196,8 @@ pub fn header(state: &State, area: Rect, buf: &mut Buffer, now: Instant) {
     };
     let mut info = format!(
         "  selection {} – {} of {} · threads {included}/{} · kernel {} · sort {sort}",
-        secs(from.saturating_sub(a), span),
-        secs(to.saturating_sub(a), span),
+        state.label_at(from, span),
+        state.label_at(to, span),
         secs(span, span),
         state.data.threads.len(),
         if state.no_kernel { "hidden" } else { "shown" },

@@ -4,8 +4,8 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-use crate::flat::FlatRow;
 use crate::capture::short_module;
+use crate::flat::FlatRow;
 use crate::sanitize::display;
 
 use super::draw::{bar, pct, put, thousands};

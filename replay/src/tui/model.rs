@@ -8,10 +8,11 @@ use std::sync::Arc;
 use hotspot_format::{Event, ModuleKind};
 use rustc_hash::FxHashMap;
 
-use crate::capture::Capture;
+use crate::capture::{Capture, SampleSink};
+use crate::clock::Clock;
 use crate::flat::FlatRow;
-use crate::names::FunctionKey;
 use crate::names::FrameName;
+use crate::names::FunctionKey;
 use crate::profile::StackNames;
 use crate::tree::{Neighbours, key_of};
 use crate::tui::buckets::Buckets;
@@ -45,6 +46,8 @@ pub struct Data {
     /// Bumped whenever samples or names change: the folds' cache key.
     pub generation: u64,
     symbols_seen: usize,
+    /// The first sample's time, in arrival order (time 0 without a session header).
+    first_sample: Option<u64>,
     /// Frames that `--symbols` has already been applied to.
     frames_resymbolized: usize,
     /// Functions, lines and stacks as integers (reset when names change).
@@ -84,24 +87,14 @@ impl Data {
         if events.is_empty() {
             return false;
         }
-        for mut e in events {
+        let mut sink = sink!(self);
+        for e in events {
             // Each block's samples go straight into the buckets, and its decoded batch is
             // freed before the next block's: the capture never holds a poll's samples.
-            let mut batches = Vec::new();
-            if let Event::Block(b) = &mut e {
-                for r in &mut b.records {
-                    if let hotspot_format::Record::Samples(batch) = r {
-                        batches.push(std::mem::take(&mut batch.samples));
-                    }
-                }
-            }
-            self.capture.apply(e);
-            for samples in batches {
-                self.take_samples(samples);
-            }
+            self.capture.ingest(e, &mut sink);
         }
-        let stray = std::mem::take(&mut self.capture.samples);
-        self.take_samples(stray);
+        sink.flush();
+        self.names_arrived();
         if self.capture.symbols.len() != self.symbols_seen {
             // Names that arrived late (live mode) replace the `??` already cached.
             self.symbols_seen = self.capture.symbols.len();
@@ -119,39 +112,27 @@ impl Data {
     }
 
     fn take_samples(&mut self, samples: Vec<hotspot_format::Sample>) {
-        if samples.is_empty() {
-            return;
+        let mut sink = sink!(self);
+        for s in &samples {
+            sink.sample(s, crate::capture::SAMPLE_WEIGHT);
         }
-        let mut last: Option<(u32, u32)> = None;
-        let (threads, index, capture) = (&mut self.threads, &mut self.thread_index, &self.capture);
-        let (stack_ids, stack_index) = (&mut self.stack_ids, &mut self.stack_index);
-        // In block-sized pieces, so that a capture taken in whole (not block by block, as
-        // the viewer reads it) meets the cell budget as it goes, not once at the end.
-        for piece in samples.chunks(1 << 16) {
-            self.buckets.extend(piece.iter().map(|s| {
-                let thread = match last {
-                    Some((tid, idx)) if tid == s.tid => idx,
-                    _ => {
-                        let idx = thread_idx(threads, index, capture, s.tid);
-                        last = Some((s.tid, idx));
-                        idx
-                    }
-                };
-                threads[thread as usize].samples += 1;
-                let stack = *stack_index.entry(s.stack).or_insert_with(|| {
-                    stack_ids.push(s.stack);
-                    (stack_ids.len() - 1) as u32
-                });
-                (s.time_ns, thread, stack)
-            }));
-        }
-        // Thread names may have arrived after the first sample.
+        sink.flush();
+        self.names_arrived();
+    }
+
+    /// Thread names and pids may have arrived after the first sample.
+    fn names_arrived(&mut self) {
         for t in &mut self.threads {
             if let Some(info) = self.capture.threads.get(&t.tid) {
                 t.pid = info.pid;
                 t.name = info.name().to_string();
             }
         }
+    }
+
+    /// Where time 0 is ([`crate::clock`]): what every label of an instant counts from.
+    pub fn clock(&self) -> Option<Clock> {
+        Clock::of(self.capture.session.as_ref(), self.first_sample)
     }
 
     /// Samples taken in.
@@ -212,26 +193,81 @@ impl Data {
     }
 }
 
-/// The dense index of thread `tid`, added on first sight.
-fn thread_idx(
-    threads: &mut Vec<ThreadRow>,
-    index: &mut FxHashMap<u32, u32>,
-    capture: &Capture,
-    tid: u32,
-) -> u32 {
-    if let Some(&i) = index.get(&tid) {
-        return i;
+/// The views' sample sink over a model's buckets and indices (borrowed field by field,
+/// so the capture stays free for [`Capture::ingest`]).
+macro_rules! sink {
+    ($d:expr) => {
+        Sink {
+            buckets: &mut $d.buckets,
+            threads: &mut $d.threads,
+            thread_index: &mut $d.thread_index,
+            stack_ids: &mut $d.stack_ids,
+            stack_index: &mut $d.stack_index,
+            first_sample: &mut $d.first_sample,
+            pending: Vec::new(),
+            last: None,
+        }
+    };
+}
+use sink;
+
+/// The views' sample sink: each sample's thread and stack get dense indices (in order of
+/// first sample), then samples go into the buckets in block-sized batches.
+struct Sink<'a> {
+    buckets: &'a mut Buckets,
+    threads: &'a mut Vec<ThreadRow>,
+    thread_index: &'a mut FxHashMap<u32, u32>,
+    stack_ids: &'a mut Vec<u32>,
+    stack_index: &'a mut FxHashMap<u32, u32>,
+    first_sample: &'a mut Option<u64>,
+    pending: Vec<(u64, u32, u32, u64)>,
+    /// The last sample's (tid, dense thread): samples come in runs of one thread.
+    last: Option<(u32, u32)>,
+}
+
+/// Samples handed to the buckets at once: a capture taken in whole (not block by block,
+/// as the viewer reads it) meets the buckets' cell budget as it goes, not once at the end.
+const BATCH: usize = 1 << 16;
+
+impl Sink<'_> {
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            self.buckets.extend_weighted(self.pending.drain(..));
+        }
     }
-    let i = threads.len() as u32;
-    let info = capture.threads.get(&tid);
-    threads.push(ThreadRow {
-        tid,
-        pid: info.map_or(0, |t| t.pid),
-        name: info.map(|t| t.name().to_string()).unwrap_or_default(),
-        samples: 0,
-    });
-    index.insert(tid, i);
-    i
+}
+
+impl SampleSink for Sink<'_> {
+    fn sample(&mut self, s: &hotspot_format::Sample, weight: u64) {
+        self.first_sample.get_or_insert(s.time_ns);
+        let thread = match self.last {
+            Some((tid, idx)) if tid == s.tid => idx,
+            _ => {
+                let threads = &mut *self.threads;
+                let idx = *self.thread_index.entry(s.tid).or_insert_with(|| {
+                    threads.push(ThreadRow {
+                        tid: s.tid,
+                        pid: 0,
+                        name: String::new(),
+                        samples: 0,
+                    });
+                    (threads.len() - 1) as u32
+                });
+                self.last = Some((s.tid, idx));
+                idx
+            }
+        };
+        self.threads[thread as usize].samples += weight;
+        let stack_ids = &mut *self.stack_ids;
+        let stack = *self.stack_index.entry(s.stack).or_insert_with(|| {
+            stack_ids.push(s.stack);
+            (stack_ids.len() - 1) as u32
+        });
+        self.pending.push((s.time_ns, thread, stack, weight));
+        if self.pending.len() >= BATCH {
+            self.flush();
+        }
+    }
 }
 
 /// What a fold selects: the samples in `[from_ns, to_ns]` of the threads not excluded.

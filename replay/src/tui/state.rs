@@ -235,6 +235,14 @@ impl State {
         })
     }
 
+    /// An instant as the views label it: seconds on the capture's clock (time 0 is the
+    /// session start, as for `--from`/`--to`; see [`crate::clock`]), with the precision
+    /// that suits `span_ns`.
+    pub fn label_at(&self, t: u64, span_ns: u64) -> String {
+        let origin = self.data.clock().map_or(t, |c| c.start_mono_ns);
+        super::draw::at(i128::from(t) - i128::from(origin), span_ns)
+    }
+
     /// The selected time range (follow and freeze applied).
     pub fn selected(&self) -> Option<(u64, u64)> {
         let (a, b) = self.span()?;

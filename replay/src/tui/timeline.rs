@@ -51,8 +51,8 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let label = format!(
         "timeline {} · selection {} – {} ({how}){frozen} · colour {colour} · [ ] move  - + resize  a all",
         secs(span, span),
-        secs(from - start, span),
-        secs(to - start, span),
+        state.label_at(from, span),
+        state.label_at(to, span),
     );
     put(buf, area.x, area.y, area.width, &label, pal.dim());
     let bars = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
