@@ -10,15 +10,7 @@ pub use crate::names::FunctionKey;
 /// Per source line of a function: (self, total) samples.
 type LineCounts = BTreeMap<(Arc<str>, u32), (u64, u64)>;
 
-/// One row of the flat profile.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlatRow {
-    pub key: FunctionKey,
-    pub self_samples: u64,
-    pub total_samples: u64,
-    /// The source line with the most self samples (else total), if known.
-    pub hottest: Option<(Arc<str>, u32)>,
-}
+pub use crate::model::aggregate::FlatRow;
 
 /// Rows sorted by self samples, then total, then name (deterministic).
 pub fn flat(folded: &Folded) -> Vec<FlatRow> {

@@ -7,6 +7,7 @@ pub mod error;
 pub mod export;
 pub mod flat;
 pub mod info;
+pub mod model;
 pub mod names;
 pub mod profile;
 pub mod report;

@@ -136,4 +136,3 @@ fn unknown(module: Arc<str>, kernel: bool) -> FrameName {
         kernel,
     }
 }
-

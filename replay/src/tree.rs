@@ -141,17 +141,7 @@ pub fn key_of(f: &FrameName) -> FunctionKey {
     f.key()
 }
 
-/// Callers and callees of one function, across every place it appears.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Neighbours {
-    /// Samples in which the function is on the stack (recursion counted once).
-    pub total: u64,
-    pub self_samples: u64,
-    /// (caller, samples through that caller), hottest first.
-    pub callers: Vec<(FunctionKey, u64)>,
-    /// (callee, samples through that callee), hottest first.
-    pub callees: Vec<(FunctionKey, u64)>,
-}
+pub use crate::model::aggregate::Neighbours;
 
 /// Who calls `target` and what it calls, with the samples that flow through each edge.
 pub fn neighbours(folded: &Folded, target: &FunctionKey) -> Neighbours {

@@ -50,7 +50,7 @@ fn check(name: &str, no_kernel: bool) {
         stack.extend(m.children.iter().copied().zip(t.children.iter().copied()));
     }
     for row in f.flat.iter().take(8) {
-        let mine = neighbours(&f, &data, no_kernel, &row.key);
+        let mine = neighbours(&f, &data, &row.key);
         assert_eq!(
             mine,
             replay_neighbours(&reference, &row.key),
@@ -77,7 +77,7 @@ fn threads_matches_the_replay_model() {
 #[test]
 fn model_memory_follows_distinct_stacks_not_samples() {
     use hotspot_format::Sample;
-    use hotspot_replay::tui::buckets::MAX_BUCKETS;
+    use hotspot_replay::tui::model::buckets::MAX_BUCKETS;
     let cells = |n: u64| {
         let mut data = Data::default();
         let mut x = 0x2545_f491_4f6c_dd1du64;

@@ -213,6 +213,7 @@ mod tests {
             total,
             self_samples: 0,
             line: None,
+            lines: Vec::new(),
         };
         Tree {
             nodes: vec![

@@ -7,7 +7,7 @@
 //! cached in the state under the inputs they came from ([`model`]).
 
 pub mod app;
-pub mod buckets;
+
 pub mod callers;
 pub mod chrome;
 pub mod draw;

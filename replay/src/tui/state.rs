@@ -340,7 +340,7 @@ impl State {
                     .cache
                     .fold
                     .as_ref()
-                    .map(|f| neighbours(f, &self.data, self.no_kernel, &target))
+                    .map(|f| neighbours(f, &self.data, &target))
                     .unwrap_or_default();
                 self.cache.neighbours_key = Some(nk);
             }
