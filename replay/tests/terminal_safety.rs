@@ -17,8 +17,8 @@ use hotspot_replay::Capture;
 use hotspot_replay::export::{
     Scan, ScanOptions, Selection, Slice, folded, json, pprof, speedscope, svg,
 };
-use hotspot_replay::tui::hyperlink::spans;
 use hotspot_replay::tui::link::{LinkBase, Osc8};
+use hotspot_replay::tui::links::hyperlink::spans;
 use hotspot_replay::tui::model::Data;
 use hotspot_replay::tui::{State, View};
 use ratatui::buffer::Buffer;

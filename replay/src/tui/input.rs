@@ -7,11 +7,11 @@ use ratatui::crossterm::event::{KeyEvent, MouseButton, MouseEvent, MouseEventKin
 
 use crate::names::FunctionKey;
 
-use super::chrome::{scopes, tabs};
 use super::keymap::{Cmd, Key, Scope, lookup};
 use super::layout::contains;
 use super::state::{Frozen, ListPos, Sort, State, View};
-use super::{callers, flame};
+use super::views::chrome::{scopes, tabs};
+use super::views::{callers, flame};
 
 /// What the event loop should do after an event.
 #[derive(Debug, Clone, PartialEq, Eq)]

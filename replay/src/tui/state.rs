@@ -11,7 +11,7 @@ use crate::names::FunctionKey;
 use crate::tree::Neighbours;
 
 use super::layout::Regions;
-use super::link::LinkBase;
+use super::links::link::LinkBase;
 use super::model::{
     Data, Fold, Query, Stream, Timeline, ensure_tree, fold, neighbours, stream, timeline,
 };
@@ -240,7 +240,7 @@ impl State {
     /// that suits `span_ns`.
     pub fn label_at(&self, t: u64, span_ns: u64) -> String {
         let origin = self.data.clock().map_or(t, |c| c.start_mono_ns);
-        super::draw::at(i128::from(t) - i128::from(origin), span_ns)
+        super::views::draw::at(i128::from(t) - i128::from(origin), span_ns)
     }
 
     /// The selected time range (follow and freeze applied).

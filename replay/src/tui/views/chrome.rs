@@ -11,9 +11,9 @@ use ratatui::widgets::{Block, Borders, Clear, Widget};
 use crate::info::utc;
 use crate::sanitize::display;
 
-use super::draw::{put, secs, thousands};
-use super::keymap::{self, Scope};
-use super::state::{Mode, Sort, State, View};
+use crate::tui::keymap::{self, Scope};
+use crate::tui::state::{Mode, Sort, State, View};
+use crate::tui::views::draw::{put, secs, thousands};
 
 /// How long a notice stays up.
 pub const NOTICE_FOR: Duration = Duration::from_secs(4);

@@ -8,8 +8,8 @@ use ratatui::layout::Rect;
 use crate::names::FrameName;
 use crate::sanitize::display;
 
-use super::draw::put;
-use super::state::State;
+use crate::tui::state::State;
+use crate::tui::views::draw::put;
 
 /// A run of columns `x..x + w` showing the same frame (with the same callers) at `depth`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +79,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             "Stream · {} – {} · the dominant stack of each {} of time, root on top",
             state.label_at(from, span),
             state.label_at(to, span),
-            super::draw::secs(per_bucket, per_bucket),
+            crate::tui::views::draw::secs(per_bucket, per_bucket),
         ),
         pal.title(),
     );
