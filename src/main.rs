@@ -1,6 +1,7 @@
 //! The `hotspot` command line: argument parsing and wiring only.
 
 mod cli;
+mod commands;
 mod demo;
 mod hangup;
 mod live;
@@ -11,12 +12,7 @@ mod record;
 mod signals;
 mod view;
 
-use std::path::Path;
-
-use anyhow::Context;
 use clap::Parser;
-use hotspot_replay::export::progress::Progress;
-use hotspot_replay::export::{Scan, ScanOptions, Slice};
 
 fn main() {
     let cli = cli::Cli::parse();
@@ -28,9 +24,9 @@ fn main() {
     }
     let result = match cli.command {
         cli::Command::Record(args) => record::run(args),
-        cli::Command::Info(args) => info(args),
-        cli::Command::Report(args) => report(args),
-        cli::Command::Diff(args) => diff(args),
+        cli::Command::Info(args) => commands::info::run(args),
+        cli::Command::Report(args) => commands::report::run(args),
+        cli::Command::Diff(args) => commands::diff::run(args),
         cli::Command::Demo(args) => live::demo(args),
         cli::Command::View(args) => view::run(args),
         cli::Command::Live(args) => live::run(args),
@@ -62,85 +58,4 @@ fn format_error(e: &anyhow::Error) -> String {
         }
     }
     parts.join(": ")
-}
-
-/// Reads a capture for `info`, `report` and `diff`: streaming, with a progress bar on a
-/// terminal, and `--symbols` applied to its definitions.
-fn scan(path: &Path, options: ScanOptions) -> anyhow::Result<Scan> {
-    let mut progress = Progress::new(&path.to_string_lossy());
-    let mut scan = Scan::open(path, options, &mut |done, total| {
-        progress.update(done, total);
-    })?;
-    progress.finish();
-    open::resymbolize(&mut scan.capture);
-    Ok(scan)
-}
-
-fn info(args: cli::InfoArgs) -> anyhow::Result<()> {
-    let scan = scan(
-        &args.file,
-        ScanOptions {
-            measure_sizes: true,
-            ..ScanOptions::default()
-        },
-    )?;
-    let out = if args.json {
-        hotspot_replay::info::scan_json(&scan)
-    } else {
-        hotspot_replay::info::scan_text(&scan)
-    };
-    output::write_to(None, false, |w| Ok(w.write_all(out.as_bytes())?))
-}
-
-fn report(args: cli::ReportArgs) -> anyhow::Result<()> {
-    use cli::ReportFormat as F;
-    use hotspot_replay::export::{folded, json, pprof, speedscope, svg};
-    if args.top.is_some() && !matches!(args.format, F::Text | F::Json) {
-        anyhow::bail!(
-            "--top ranks functions in the text and json reports; the other formats keep every \
-             stack (narrow them with --from/--to/--tid/--thread/--pid/--no-kernel)"
-        );
-    }
-    let selection = args.filter.selection();
-    let scan = scan(
-        &args.file,
-        selection.scan_options(args.format == F::Speedscope),
-    )?;
-    let slice = Slice::new(&scan, &selection)?;
-    let binary = args.format == F::Pprof;
-    output::write_to(args.output.as_deref(), binary, |w| {
-        match args.format {
-            F::Text => w.write_all(
-                hotspot_replay::report::text(&slice, args.top.unwrap_or(30)).as_bytes(),
-            )?,
-            F::Json => json::write(&slice, args.top, w)?,
-            F::Folded => folded::write(&slice, w)?,
-            F::Svg => svg::write(&slice, w)?,
-            F::Pprof => pprof::write(&slice, w)?,
-            F::Speedscope => speedscope::write(&slice, w)?,
-        }
-        Ok(())
-    })
-}
-
-fn diff(args: cli::DiffArgs) -> anyhow::Result<()> {
-    use hotspot_replay::diff;
-    let selection = args.filter.selection();
-    let base_scan = scan(&args.base, selection.scan_options(false))?;
-    let new_scan = scan(&args.new, selection.scan_options(false))?;
-    let base =
-        Slice::new(&base_scan, &selection).with_context(|| args.base.display().to_string())?;
-    let new = Slice::new(&new_scan, &selection).with_context(|| args.new.display().to_string())?;
-    output::write_to(args.output.as_deref(), false, |w| {
-        match args.format {
-            cli::DiffFormat::Text => w.write_all(
-                diff::text(&diff::diff(&base, &new), args.top.unwrap_or(30)).as_bytes(),
-            )?,
-            cli::DiffFormat::Json => {
-                w.write_all(diff::json(&diff::diff(&base, &new), args.top).as_bytes())?
-            }
-            cli::DiffFormat::Folded => diff::write_folded(&base, &new, w)?,
-        }
-        Ok(())
-    })
 }

@@ -57,8 +57,13 @@ fn refuse_capture(path: &Path) -> anyhow::Result<()> {
 
 fn broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+        // An exporter's write error is transparent, so its `io::Error` is not a link of
+        // the chain of its own.
+        let io = c.downcast_ref::<io::Error>().or_else(|| {
+            c.downcast_ref::<hotspot_replay::export::ExportError>()
+                .and_then(|e| e.io())
+        });
+        io.is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
 }
 

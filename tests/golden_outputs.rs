@@ -37,8 +37,16 @@ const FILTERS: &[(&str, &[&str])] = &[
 
 /// Filters that only mean something on one capture.
 const SPECIFIC: &[(&str, &str, &[&str])] = &[
-    ("python3-threads", "tid", &["--tid", "22698", "--tid", "22699"]),
-    ("python3-threads", "pid", &["--pid", "22696", "--from", "500ms"]),
+    (
+        "python3-threads",
+        "tid",
+        &["--tid", "22698", "--tid", "22699"],
+    ),
+    (
+        "python3-threads",
+        "pid",
+        &["--pid", "22696", "--from", "500ms"],
+    ),
     ("threads", "thread", &["--thread", "hs-beta"]),
     ("synthetic-v1", "renamed", &["--thread", "worker-1-renamed"]),
     ("phased-report", "late", &["--from", "4", "--top", "3"]),
@@ -85,10 +93,14 @@ fn check(name: &str, actual: &[u8], failures: &mut Vec<String>) {
                 "{name}: differs at byte {at} (golden {} bytes, now {}): now {:?}",
                 want.len(),
                 actual.len(),
-                String::from_utf8_lossy(&actual[at.saturating_sub(40)..(at + 80).min(actual.len())])
+                String::from_utf8_lossy(
+                    &actual[at.saturating_sub(40)..(at + 80).min(actual.len())]
+                )
             ));
         }
-        Err(e) => failures.push(format!("{name}: no golden file ({e}); UPDATE_GOLDEN=1 writes it")),
+        Err(e) => failures.push(format!(
+            "{name}: no golden file ({e}); UPDATE_GOLDEN=1 writes it"
+        )),
     }
 }
 
@@ -117,17 +129,34 @@ fn reports_are_unchanged() {
     for cap in CAPTURES {
         for format in FORMATS {
             for (label, filter) in FILTERS {
-                report(&format!("{cap}.{label}.{format}"), cap, format, filter, &mut failures);
+                report(
+                    &format!("{cap}.{label}.{format}"),
+                    cap,
+                    format,
+                    filter,
+                    &mut failures,
+                );
             }
         }
     }
     for (cap, label, filter) in SPECIFIC {
         for format in FORMATS {
             // --top belongs to text and json only (the others refuse it: compared too).
-            report(&format!("{cap}.{label}.{format}"), cap, format, filter, &mut failures);
+            report(
+                &format!("{cap}.{label}.{format}"),
+                cap,
+                format,
+                filter,
+                &mut failures,
+            );
         }
     }
-    assert!(failures.is_empty(), "{} outputs changed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} outputs changed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -137,18 +166,37 @@ fn info_is_unchanged() {
         for (label, extra) in [("txt", &[][..]), ("json", &["--json"][..])] {
             let mut args = vec!["info".to_string(), capture(cap)];
             args.extend(extra.iter().map(|s| s.to_string()));
-            check(&format!("{cap}.info.{label}"), &run(&args, None), &mut failures);
+            check(
+                &format!("{cap}.info.{label}"),
+                &run(&args, None),
+                &mut failures,
+            );
         }
     }
-    assert!(failures.is_empty(), "{} outputs changed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} outputs changed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn diffs_are_unchanged() {
     let pairs: &[(&str, &str, &str, &[&str])] = &[
         ("7030-3070", "split7030", "split3070", &[]),
-        ("3070-7030-nokernel", "split3070", "split7030", &["--no-kernel", "--top", "4"]),
-        ("phased-window", "phased", "phased-report", &["--from", "0.5", "--to", "1.5"]),
+        (
+            "3070-7030-nokernel",
+            "split3070",
+            "split7030",
+            &["--no-kernel", "--top", "4"],
+        ),
+        (
+            "phased-window",
+            "phased",
+            "phased-report",
+            &["--from", "0.5", "--to", "1.5"],
+        ),
         ("python3-cut", "python3-threads", "python3-threads-cut", &[]),
         ("threads-synthetic", "threads", "synthetic-v1", &[]),
     ];
@@ -158,9 +206,17 @@ fn diffs_are_unchanged() {
             let mut args: Vec<String> = vec!["diff".into(), capture(a), capture(b)];
             args.extend(["--format".to_string(), format.to_string()]);
             args.extend(filter.iter().map(|s| s.to_string()));
-            check(&format!("diff.{label}.{format}"), &run(&args, None), &mut failures);
+            check(
+                &format!("diff.{label}.{format}"),
+                &run(&args, None),
+                &mut failures,
+            );
         }
     }
-    assert!(failures.is_empty(), "{} outputs changed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} outputs changed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
-

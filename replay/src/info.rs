@@ -9,8 +9,9 @@ use hotspot_format::{Module, ModuleId, ModuleKind};
 use serde::Serialize;
 
 use crate::capture::{Capture, short_module};
-use crate::export::json::{CaptureInfo, Session, capture_info_of, pct, session_of};
+use crate::export::pct;
 use crate::export::scan::{Scan, Sizes};
+use crate::export::summary::{CaptureInfo, Session, capture_info_of, session_of};
 use crate::names::{self, UNKNOWN};
 use crate::sanitize::display;
 use crate::tally::Tally;

@@ -2,7 +2,6 @@
 
 pub mod capture;
 pub mod clock;
-pub mod diff;
 pub mod error;
 pub mod export;
 pub mod flat;
@@ -10,7 +9,6 @@ pub mod info;
 pub mod model;
 pub mod names;
 pub mod profile;
-pub mod report;
 pub mod resymbolize;
 pub mod sanitize;
 pub mod tally;

@@ -3,9 +3,8 @@
 
 mod export_common;
 
-use export_common::scan;
-use hotspot_replay::diff;
-use hotspot_replay::export::{Selection, Slice};
+use export_common::{diff_out, scan};
+use hotspot_replay::export::{DiffFormat, Selection, Slice, diff};
 use serde_json::Value;
 
 fn compare<T>(f: impl FnOnce(&Slice, &Slice) -> T) -> T {
@@ -64,7 +63,7 @@ fn the_shift_has_the_right_sign_and_size() {
             .count(),
         1
     );
-    let text = diff::text(&d, 5);
+    let text = compare(|b, n| diff_out(DiffFormat::Text, b, n, Some(5)));
     let first_row = text.lines().nth(3).expect("row");
     assert!(first_row.contains("_leaf"), "{text}");
     assert!(text.contains("-4") && text.contains("+4"), "{text}");
@@ -74,8 +73,8 @@ fn the_shift_has_the_right_sign_and_size() {
 fn json_and_folded_forms() {
     let (json, folded, totals) = compare(|b, n| {
         (
-            diff::json(&diff::diff(b, n), Some(2)),
-            diff::folded(b, n),
+            diff_out(DiffFormat::Json, b, n, Some(2)),
+            diff_out(DiffFormat::Folded, b, n, None),
             (b.folded.total, n.folded.total),
         )
     });

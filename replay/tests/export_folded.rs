@@ -6,8 +6,8 @@ mod export_common;
 
 use std::process::Command;
 
-use export_common::{run, tmp, with_slice};
-use hotspot_replay::export::{Selection, folded, svg};
+use export_common::{out, run, tmp, with_slice};
+use hotspot_replay::export::{ExportOptions, Format, Selection};
 use hotspot_replay::flat::flat;
 
 /// How inferno prints counts: `1,638`.
@@ -31,7 +31,7 @@ fn folded_lines_are_root_first_and_add_up() {
             ..Selection::default()
         };
         let (text, total) = with_slice("split7030.hsp", &sel, false, |s| {
-            (folded::text(s), s.folded.total)
+            (out(Format::Folded, s, None), s.folded.total)
         });
         let mut sum = 0;
         let mut previous = String::new();
@@ -50,7 +50,7 @@ fn folded_lines_are_root_first_and_add_up() {
 #[test]
 fn inferno_draws_the_folded_stacks_with_the_same_total() {
     let (text, total) = with_slice("phased-report.hsp", &Selection::default(), false, |s| {
-        (folded::text(s), s.folded.total)
+        (out(Format::Folded, s, None), s.folded.total)
     });
     let mut options = inferno::flamegraph::Options::default();
     options.deterministic = true;
@@ -71,7 +71,9 @@ fn svg_is_well_formed_with_every_top_function() {
     for name in ["split7030.hsp", "phased-report.hsp"] {
         let (bytes, rows, total) = with_slice(name, &Selection::default(), false, |s| {
             (
-                svg::render(s).expect("svg"),
+                Format::Svg
+                    .render(s, &ExportOptions::default())
+                    .expect("svg"),
                 flat(&s.folded),
                 s.folded.total,
             )

@@ -4,12 +4,14 @@
 
 mod export_common;
 
-use export_common::{ajv_validate, documented_schema, golden, scan, tmp, with_slice};
-use hotspot_replay::export::{Selection, Slice, TimeSpec, folded, json, pprof, speedscope, svg};
+use export_common::{
+    ajv_validate, diff_out, documented_schema, golden, out, scan, tmp, with_slice,
+};
+use hotspot_replay::export::{DiffFormat, ExportOptions, Format, Selection, Slice, TimeSpec};
 use serde_json::Value;
 
 fn report(name: &str, selection: &Selection, top: Option<usize>) -> String {
-    with_slice(name, selection, false, |s| json::report(s, top))
+    with_slice(name, selection, false, |s| out(Format::Json, s, top))
 }
 
 fn window(from: f64, to: f64) -> Selection {
@@ -78,13 +80,15 @@ fn info_and_diff_json_match_their_schemas() {
     );
     let base = Slice::new(&base, &sel).expect("base");
     let new = Slice::new(&new, &sel).expect("new");
-    let d = hotspot_replay::diff::diff(&base, &new);
     validate(
         "diff_schema",
         "hotspot-diff",
         &[
-            ("diff.json", hotspot_replay::diff::json(&d, None)),
-            ("diff-top2.json", hotspot_replay::diff::json(&d, Some(2))),
+            ("diff.json", diff_out(DiffFormat::Json, &base, &new, None)),
+            (
+                "diff-top2.json",
+                diff_out(DiffFormat::Json, &base, &new, Some(2)),
+            ),
         ],
     );
 }
@@ -102,7 +106,7 @@ fn goldens_of_the_committed_captures() {
     golden(
         "split7030.report.txt",
         &with_slice("split7030.hsp", &Selection::default(), false, |s| {
-            hotspot_replay::report::text(s, 10)
+            out(Format::Text, s, Some(10))
         }),
     );
     golden(
@@ -195,12 +199,16 @@ fn every_format_is_byte_identical_across_runs() {
     let render = || -> Vec<Vec<u8>> {
         with_slice("phased-report.hsp", &sel, true, |s| {
             vec![
-                hotspot_replay::report::text(s, 30).into_bytes(),
-                json::report(s, None).into_bytes(),
-                folded::text(s).into_bytes(),
-                svg::render(s).expect("svg"),
-                pprof::encode(s).expect("pprof"),
-                speedscope::render(s).into_bytes(),
+                out(Format::Text, s, Some(30)).into_bytes(),
+                out(Format::Json, s, None).into_bytes(),
+                out(Format::Folded, s, None).into_bytes(),
+                Format::Svg
+                    .render(s, &ExportOptions::default())
+                    .expect("svg"),
+                Format::Pprof
+                    .render(s, &ExportOptions::default())
+                    .expect("pprof"),
+                out(Format::Speedscope, s, None).into_bytes(),
             ]
         })
     };

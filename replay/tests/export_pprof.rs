@@ -9,7 +9,7 @@ use std::io::Read;
 use std::process::Command;
 
 use export_common::{run, scan, tmp, with_slice};
-use hotspot_replay::export::{Selection, pprof};
+use hotspot_replay::export::{ExportOptions, Format, Selection, pprof};
 use hotspot_replay::flat::flat;
 
 /// `go tool pprof -top` rows: function name → (flat, cum) in samples.
@@ -69,7 +69,13 @@ fn go_tool_pprof_agrees_with_the_report() {
             let dir = tmp(&format!("pprof-{name}-{no_kernel}"));
             let file = dir.join("profile.pb.gz");
             let (total, rows) = with_slice(name, &sel, false, |s| {
-                std::fs::write(&file, pprof::encode(s).expect("encode")).expect("write");
+                std::fs::write(
+                    &file,
+                    Format::Pprof
+                        .render(s, &ExportOptions::default())
+                        .expect("encode"),
+                )
+                .expect("write");
                 (s.folded.total, flat(&s.folded))
             });
             let (pprof_total, pprof_rows) = pprof_top(&file, &dir);
@@ -106,7 +112,9 @@ fn profile_fields_are_as_documented() {
     let sel = Selection::default();
     let s = scan("split7030.hsp", &sel, false);
     let slice = hotspot_replay::export::Slice::new(&s, &sel).expect("slice");
-    let gz = pprof::encode(&slice).expect("encode");
+    let gz = Format::Pprof
+        .render(&slice, &ExportOptions::default())
+        .expect("encode");
     assert_eq!(&gz[..2], &[0x1f, 0x8b], "gzip magic");
     let mut raw = Vec::new();
     flate2::read::GzDecoder::new(&gz[..])
@@ -161,4 +169,62 @@ fn profile_fields_are_as_documented() {
             .iter()
             .any(|l| l.line.iter().any(|x| x.function_id == f.id && x.line > 0))
     );
+}
+
+/// The `File:` line `go tool pprof -top` heads a profile with: the first mapping's file.
+fn pprof_file_line(file: &std::path::Path, home: &std::path::Path) -> String {
+    let out = run(Command::new("go")
+        .args(["tool", "pprof", "-top", "-symbolize=none"])
+        .arg(file)
+        .env("HOME", home)
+        .env("PPROF_TMPDIR", home));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix("File: "))
+        .unwrap_or_else(|| panic!("no File: line in pprof output:\n{text}"))
+        .to_string()
+}
+
+#[test]
+fn the_first_mapping_is_the_program_not_the_kernel() {
+    // (capture, its main executable)
+    let cases = [
+        ("split7030.hsp", "split7030"),
+        ("python3-threads.hsp", "python3.11"),
+    ];
+    for (name, program) in cases {
+        // As recorded, and as if every process had ended before the recorder read its
+        // executable (the profile must then find the program from the samples).
+        for forget_exes in [false, true] {
+            let sel = Selection::default();
+            let mut s = scan(name, &sel, false);
+            if forget_exes {
+                for p in s.capture.processes.values_mut() {
+                    p.exe.clear();
+                }
+            }
+            let slice = hotspot_replay::export::Slice::new(&s, &sel).expect("slice");
+            let p = pprof::profile(&slice);
+            let first = p.mapping.first().expect("a mapping");
+            let file = &p.string_table[first.filename as usize];
+            assert!(
+                !file.contains("kernel") && !file.starts_with('['),
+                "{name} (exes forgotten: {forget_exes}): first mapping {file}"
+            );
+            assert!(
+                file.ends_with(&format!("/{program}")),
+                "{name} (exes forgotten: {forget_exes}): first mapping {file}, not {program}"
+            );
+            let dir = tmp(&format!("pprof-file-{name}-{forget_exes}"));
+            let out = dir.join("profile.pb.gz");
+            std::fs::write(
+                &out,
+                Format::Pprof
+                    .render(&slice, &ExportOptions::default())
+                    .expect("encode"),
+            )
+            .expect("write");
+            assert_eq!(pprof_file_line(&out, &dir), program, "{name}");
+        }
+    }
 }

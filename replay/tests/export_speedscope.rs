@@ -4,14 +4,14 @@
 
 mod export_common;
 
-use export_common::{ajv_validate, npm_modules, tmp, with_slice};
-use hotspot_replay::export::{Selection, TimeSpec, speedscope};
+use export_common::{ajv_validate, npm_modules, out, tmp, with_slice};
+use hotspot_replay::export::{Format, Selection, TimeSpec};
 use serde_json::Value;
 
 fn check(name: &str, sel: &Selection, keep_order: bool) {
     let (doc, per_thread, period, total) = with_slice(name, sel, keep_order, |s| {
         (
-            speedscope::render(s),
+            out(Format::Speedscope, s, None),
             s.thread_samples.clone(),
             s.period_ns(),
             s.folded.total,
@@ -82,7 +82,7 @@ fn time_order_is_kept() {
     // In phased, p1 runs before p2 before p3: the first sample of the thread's
     // profile must be in phase one and the last in phase three.
     let doc = with_slice("phased-report.hsp", &Selection::default(), true, |s| {
-        speedscope::render(s)
+        out(Format::Speedscope, s, None)
     });
     let v: Value = serde_json::from_str(&doc).expect("json");
     let frames: Vec<&str> = v["shared"]["frames"]

@@ -44,10 +44,15 @@ fn fixture_captures_pass_the_fuzz_checks() {
             continue;
         }
         let data = std::fs::read(&path).unwrap();
-        // As a fuzz input in file mode, whose checksum repair changes nothing.
-        let mut input = vec![0u8];
-        input.extend_from_slice(&data);
-        assert_eq!(read_path::capture_bytes(&input), data);
+        // As a fuzz input in file mode, whose checksum repair changes nothing in a capture
+        // that reads whole (a torn one, such as python3-threads-cut.hsp, loses its tail).
+        let whole = hotspot_format::Reader::new(&data)
+            .is_ok_and(|mut r| r.all(|e| matches!(e, hotspot_format::Event::Block(_))));
+        if whole {
+            let mut input = vec![0u8];
+            input.extend_from_slice(&data);
+            assert_eq!(read_path::capture_bytes(&input), data, "{}", path.display());
+        }
         read_path::check(&data);
         n += 1;
     }

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use hotspot_replay::Capture;
 use hotspot_replay::export::{
-    Scan, ScanOptions, Selection, Slice, folded, json, pprof, speedscope, svg,
+    DiffFormat, ExportOptions, Format, Scan, ScanOptions, Selection, Slice, pprof,
 };
 use hotspot_replay::tui::link::{LinkBase, Osc8};
 use hotspot_replay::tui::links::hyperlink::spans;
@@ -23,7 +23,7 @@ use hotspot_replay::tui::model::Data;
 use hotspot_replay::tui::{State, View};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use read_path::{ALL_SCREENS, Screen, assert_clean, draw_screens};
+use read_path::{ALL_SCREENS, Screen, assert_clean, diff_out, draw_screens, out};
 
 /// A file name as hostile as the names inside.
 fn hostile_path() -> PathBuf {
@@ -161,23 +161,33 @@ fn outputs() -> Vec<(&'static str, String)> {
     .unwrap();
     scan.capture.path = hostile_path();
     let slice = Slice::new(&scan, &Selection::default()).unwrap();
-    let d = hotspot_replay::diff::diff(&slice, &slice);
     let profile = pprof::profile(&slice);
     vec![
         ("info", hotspot_replay::info::scan_text(&scan)),
         ("info json", hotspot_replay::info::scan_json(&scan)),
-        ("report", hotspot_replay::report::text(&slice, 30)),
-        ("report json", json::report(&slice, None)),
-        ("folded", folded::text(&slice)),
+        ("report", out(Format::Text, &slice, Some(30))),
+        ("report json", out(Format::Json, &slice, None)),
+        ("folded", out(Format::Folded, &slice, None)),
         (
             "svg",
-            String::from_utf8(svg::render(&slice).unwrap()).unwrap(),
+            String::from_utf8(
+                Format::Svg
+                    .render(&slice, &ExportOptions::default())
+                    .unwrap(),
+            )
+            .unwrap(),
         ),
         ("pprof strings", profile.string_table.join("\n")),
-        ("speedscope", speedscope::render(&slice)),
-        ("diff", hotspot_replay::diff::text(&d, 30)),
-        ("diff json", hotspot_replay::diff::json(&d, None)),
-        ("diff folded", hotspot_replay::diff::folded(&slice, &slice)),
+        ("speedscope", out(Format::Speedscope, &slice, None)),
+        ("diff", diff_out(DiffFormat::Text, &slice, &slice, Some(30))),
+        (
+            "diff json",
+            diff_out(DiffFormat::Json, &slice, &slice, None),
+        ),
+        (
+            "diff folded",
+            diff_out(DiffFormat::Folded, &slice, &slice, None),
+        ),
     ]
 }
 

@@ -3,6 +3,16 @@
 
 use crate::error::ReplayError;
 
+impl ExportError {
+    /// The I/O error behind a failed write, if that is what this is.
+    pub fn io(&self) -> Option<&std::io::Error> {
+        match self {
+            ExportError::Io(e) | ExportError::Render { source: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// The capture could not be opened or is not one this version reads.
@@ -35,6 +45,10 @@ pub enum ExportError {
     /// An output too large to produce within its memory bound.
     #[error("{0}")]
     TooLarge(String),
+    /// Writing a streamed output failed (a closed pipe, a full disk). Transparent, so
+    /// the message is the system's and the chain reaches the `io::Error`.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
     /// An exporter's output could not be produced.
     #[error("{what}: {source}")]
     Render {

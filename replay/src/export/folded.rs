@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use super::slice::Slice;
+use super::{ExportError, ExportOptions};
 use crate::sanitize::{Shown, display};
 
 /// One folded line: the displayed names, root first, and the samples.
@@ -87,20 +88,12 @@ pub(crate) fn write_stack(w: &mut dyn Write, names: &[Arc<str>]) -> io::Result<(
 }
 
 /// Writes the selected samples as folded lines.
-pub fn write(slice: &Slice, w: &mut dyn Write) -> io::Result<()> {
+pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), ExportError> {
     for (names, n) in lines(slice, usize::MAX) {
         write_stack(w, &names)?;
         writeln!(w, " {n}")?;
     }
     Ok(())
-}
-
-/// [`write`] into a string.
-pub fn text(slice: &Slice) -> String {
-    let mut out = Vec::new();
-    // Writing into memory cannot fail.
-    let _ = write(slice, &mut out);
-    String::from_utf8(out).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 
 use super::slice::Slice;
-use super::time::rfc3339;
-use crate::capture::Capture;
+use super::summary::{CaptureInfo, Session, capture_info_of, session_of};
+use super::{ExportError, ExportOptions, pct};
 use crate::flat::{FlatRow, flat};
 use crate::sanitize::{Shown, display};
 use crate::tree::CallTree;
@@ -33,29 +33,6 @@ struct Report<'a> {
     functions: Functions<'a>,
     threads: Vec<Thread>,
     tree: Tree<'a>,
-}
-
-#[derive(Serialize)]
-pub(crate) struct CaptureInfo {
-    pub file: String,
-    pub format_version: String,
-    pub size_bytes: u64,
-    pub ending: &'static str,
-}
-
-#[derive(Serialize)]
-pub(crate) struct Session {
-    pub host: String,
-    pub kernel_release: String,
-    pub arch: String,
-    pub cpus: u32,
-    pub freq_hz: u32,
-    pub period_ns: u64,
-    pub command_line: Vec<String>,
-    pub start_utc: String,
-    pub start_wall_ns: u64,
-    pub start_mono_ns: u64,
-    pub recorder_version: String,
 }
 
 #[derive(Serialize)]
@@ -120,60 +97,15 @@ struct Node<'a> {
     line: Option<u32>,
 }
 
-/// `100 * part / whole`, rounded to two decimals (0 for an empty whole).
-pub(crate) fn pct(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        return 0.0;
-    }
-    (10_000.0 * part as f64 / whole as f64).round() / 100.0
-}
-
 /// Rounds seconds to the nanosecond, so floats print the same everywhere.
 fn secs(ns_offset: f64) -> f64 {
     (ns_offset * 1e9).round() / 1e9
 }
 
-pub(crate) fn capture_info_of(c: &Capture) -> CaptureInfo {
-    CaptureInfo {
-        file: display(
-            &c.path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        ),
-        format_version: format!("{}.{}", c.version.0, c.version.1),
-        size_bytes: c.file_size,
-        ending: match (&c.end, c.truncated) {
-            (Some(_), None) => "clean",
-            (_, Some(_)) => "truncated",
-            (None, None) => "cut",
-        },
-    }
-}
-
-pub(crate) fn session_of(c: &Capture) -> Option<Session> {
-    c.session.as_ref().map(|s| Session {
-        host: display(&s.host),
-        kernel_release: display(&s.kernel_release),
-        arch: display(&s.arch),
-        cpus: s.cpus,
-        freq_hz: s.freq_hz,
-        period_ns: if s.freq_hz > 0 {
-            (1e9 / f64::from(s.freq_hz)).round() as u64
-        } else {
-            0
-        },
-        command_line: s.command_line.iter().map(|a| display(a)).collect(),
-        start_utc: rfc3339(i128::from(s.start_wall_ns)),
-        start_wall_ns: s.start_wall_ns,
-        start_mono_ns: s.start_mono_ns,
-        recorder_version: display(&s.recorder_version),
-    })
-}
-
-/// Writes the JSON document, pretty-printed, newline-terminated. `top` limits
+/// Writes the JSON document, pretty-printed, newline-terminated. `options.top` limits
 /// `functions`; the tree always holds every node.
-pub fn write(slice: &Slice, top: Option<usize>, w: &mut dyn Write) -> io::Result<()> {
+pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Result<(), ExportError> {
+    let top = options.top;
     let scan = slice.scan;
     let folded = &slice.folded;
     let total = folded.total;
@@ -237,16 +169,10 @@ pub fn write(slice: &Slice, top: Option<usize>, w: &mut dyn Write) -> io::Result
         threads,
         tree,
     };
-    serde_json::to_writer_pretty(&mut *w, &report)?;
-    w.write_all(b"\n")
-}
-
-/// [`write`] into a string.
-pub fn report(slice: &Slice, top: Option<usize>) -> String {
-    let mut out = Vec::new();
-    // Writing into memory cannot fail.
-    let _ = write(slice, top, &mut out);
-    String::from_utf8(out).unwrap_or_default()
+    // An I/O failure comes back as the `io::Error` itself (a closed pipe stays one).
+    serde_json::to_writer_pretty(&mut *w, &report).map_err(io::Error::from)?;
+    w.write_all(b"\n")?;
+    Ok(())
 }
 
 /// The flat profile's rows, ranked.

@@ -8,12 +8,14 @@
 //! two values, `samples/count` and `cpu/nanoseconds` (count × period, period =
 //! 1e9 / frequency), and the labels `thread`, `thread_id` and `pid`.
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 
 use flate2::{Compression, GzBuilder};
-use hotspot_format::{FrameAddr, FrameId, ModuleId};
+use hotspot_format::{FrameAddr, FrameId, ModuleId, ModuleKind};
 
+use super::ExportOptions;
 use super::error::ExportError;
 use super::slice::{LOST_STACK, NO_FRAMES, Slice};
 use crate::flat::FunctionKey;
@@ -332,19 +334,11 @@ pub fn profile(slice: &Slice) -> Profile {
         let c = b.string(&format!("selection: {}", slice.selection.describe()));
         b.profile.comment.push(c);
     }
-    // pprof takes the first mapping for the main binary: the profiled executables go first.
-    let exes: BTreeSet<&str> = capture.processes.values().map(|p| p.exe.as_str()).collect();
-    let used: BTreeSet<ModuleId> = slice
-        .tally()
-        .filter_map(|(_, stack, _)| capture.stacks.get(&stack))
-        .flatten()
-        .filter_map(|f| capture.frames.get(f))
-        .map(|f| f.module)
-        .collect();
-    for m in capture.modules.values() {
-        if used.contains(&m.id) && exes.contains(m.path.as_str()) {
-            b.mapping(slice, m.id);
-        }
+    // pprof takes the first mapping for the main binary (`go tool pprof` titles the
+    // profile `File: <its name>`), so the user-space program goes first, the kernel and
+    // the rest after, in first-use order.
+    for m in main_modules(slice) {
+        b.mapping(slice, m);
     }
     for (tid, stack, n) in slice.tally() {
         let mut locations = Vec::new();
@@ -392,9 +386,55 @@ pub fn profile(slice: &Slice) -> Profile {
     b.profile
 }
 
+/// The modules to list first: the profiled executables the selected samples run in, in
+/// module order. When none is known (a process that ended before the recorder read its
+/// executable, or one replaced since), the user-space file in the most samples' stacks,
+/// preferring one not named as a shared library (`*.so*`: libc is in as many stacks as the
+/// program), so that a profile with user samples never opens on the kernel.
+fn main_modules(slice: &Slice) -> Vec<ModuleId> {
+    let capture = &slice.scan.capture;
+    let exes: BTreeSet<&str> = capture.processes.values().map(|p| p.exe.as_str()).collect();
+    // Samples whose stack has a frame in the module.
+    let mut samples: BTreeMap<ModuleId, u64> = BTreeMap::new();
+    for (_, stack, n) in slice.tally() {
+        let Some(frames) = capture.stacks.get(&stack) else {
+            continue;
+        };
+        let modules: BTreeSet<ModuleId> = frames
+            .iter()
+            .filter_map(|f| capture.frames.get(f))
+            .map(|f| f.module)
+            .collect();
+        for m in modules {
+            *samples.entry(m).or_default() += n;
+        }
+    }
+    let known: Vec<ModuleId> = capture
+        .modules
+        .values()
+        .filter(|m| samples.contains_key(&m.id) && exes.contains(m.path.as_str()))
+        .map(|m| m.id)
+        .collect();
+    if !known.is_empty() {
+        return known;
+    }
+    let shared_library = |path: &str| path.rsplit('/').next().is_some_and(|f| f.contains(".so"));
+    // (not a shared library, samples, lower id first on a tie)
+    samples
+        .iter()
+        .filter_map(|(&id, &n)| {
+            let m = capture.modules.get(&id)?;
+            (m.kind == ModuleKind::Elf).then(|| ((!shared_library(&m.path), n, Reverse(id)), id))
+        })
+        .max()
+        .map(|(_, id)| id)
+        .into_iter()
+        .collect()
+}
+
 /// Writes the gzipped encoding of [`profile`]. The gzip header carries no time or name,
 /// so the bytes depend on the input only.
-pub fn write(slice: &Slice, w: &mut dyn Write) -> Result<(), ExportError> {
+pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), ExportError> {
     let raw = prost::Message::encode_to_vec(&profile(slice));
     let render = |source| ExportError::Render {
         what: "pprof profile",
@@ -404,11 +444,4 @@ pub fn write(slice: &Slice, w: &mut dyn Write) -> Result<(), ExportError> {
     gz.write_all(&raw).map_err(render)?;
     gz.finish().map_err(render)?;
     Ok(())
-}
-
-/// [`write`] into memory.
-pub fn encode(slice: &Slice) -> Result<Vec<u8>, ExportError> {
-    let mut out = Vec::new();
-    write(slice, &mut out)?;
-    Ok(out)
 }

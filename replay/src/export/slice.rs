@@ -212,12 +212,12 @@ impl<'a> Slice<'a> {
 
 /// Sampling period in ns (1e9 / frequency), 0 when the frequency is unknown.
 pub fn period_ns(scan: &Scan) -> u64 {
-    super::json::session_of(&scan.capture).map_or(0, |s| s.period_ns)
+    super::summary::session_of(&scan.capture).map_or(0, |s| s.period_ns)
 }
 
 /// The capture's file name, sanitised.
 pub fn file_name(scan: &Scan) -> String {
-    super::json::capture_info_of(&scan.capture).file
+    super::summary::capture_info_of(&scan.capture).file
 }
 
 /// A frame that stands for samples without a real one.

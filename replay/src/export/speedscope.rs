@@ -13,6 +13,7 @@ use hotspot_format::StackId;
 use serde::Serialize;
 
 use super::slice::{LOST_STACK, NO_FRAMES, Slice, placeholder};
+use super::{ExportError, ExportOptions};
 use crate::flat::FunctionKey;
 use crate::names::FrameName;
 use crate::profile::StackNames;
@@ -102,7 +103,7 @@ impl Frames {
 
 /// Writes the speedscope JSON document, newline-terminated. Its samples list every frame
 /// of every sample, so it is written as it is produced, never held as text.
-pub fn write(slice: &Slice, w: &mut dyn Write) -> io::Result<()> {
+pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), ExportError> {
     let period = slice.period_ns();
     let (unit, weight) = if period > 0 {
         ("nanoseconds", period)
@@ -186,14 +187,8 @@ pub fn write(slice: &Slice, w: &mut dyn Write) -> io::Result<()> {
         active_profile_index: active,
         exporter: format!("hotspot {}", env!("CARGO_PKG_VERSION")),
     };
-    serde_json::to_writer(&mut *w, &file)?;
-    w.write_all(b"\n")
-}
-
-/// [`write`] into a string.
-pub fn render(slice: &Slice) -> String {
-    let mut out = Vec::new();
-    // Writing into memory cannot fail.
-    let _ = write(slice, &mut out);
-    String::from_utf8(out).unwrap_or_default()
+    // An I/O failure comes back as the `io::Error` itself (a closed pipe stays one).
+    serde_json::to_writer(&mut *w, &file).map_err(io::Error::from)?;
+    w.write_all(b"\n")?;
+    Ok(())
 }

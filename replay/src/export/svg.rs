@@ -3,8 +3,9 @@
 
 use std::io::Write;
 
-use inferno::flamegraph::{self, Options};
+use inferno::flamegraph;
 
+use super::ExportOptions;
 use super::error::ExportError;
 use super::folded;
 use super::slice::Slice;
@@ -21,7 +22,7 @@ pub const MIN_NAME: usize = 24;
 
 /// Writes the flame graph as SVG. Colours come from the function names, so the same input
 /// always gives the same bytes.
-pub fn write(slice: &Slice, w: &mut dyn Write) -> Result<(), ExportError> {
+pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), ExportError> {
     let mut lines = folded::lines(slice, MAX_NAME);
     let frames: usize = lines.iter().map(|(names, _)| names.len()).sum();
     // Each name with its `;`, and each line's count and newline.
@@ -59,7 +60,7 @@ pub fn write(slice: &Slice, w: &mut dyn Write) -> Result<(), ExportError> {
     if lines.is_empty() {
         return Err(ExportError::NoSamples(slice.file_name()));
     }
-    let mut options = Options::default();
+    let mut options = flamegraph::Options::default();
     options.title = format!("hotspot: {}", slice.file_name());
     let mut subtitle = format!(
         "{} samples over {:.3} s",
@@ -84,11 +85,4 @@ pub fn write(slice: &Slice, w: &mut dyn Write) -> Result<(), ExportError> {
             source,
         }
     })
-}
-
-/// [`write`] into memory.
-pub fn render(slice: &Slice) -> Result<Vec<u8>, ExportError> {
-    let mut out = Vec::new();
-    write(slice, &mut out)?;
-    Ok(out)
 }

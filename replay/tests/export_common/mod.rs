@@ -7,7 +7,23 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use hotspot_replay::export::{Scan, Selection, Slice};
+use hotspot_replay::export::{DiffFormat, ExportOptions, Format, Scan, Selection, Slice};
+
+/// `format`'s output of `slice` as text (every format but pprof is UTF-8).
+pub fn out(format: Format, slice: &Slice, top: Option<usize>) -> String {
+    let bytes = format
+        .render(slice, &ExportOptions { top })
+        .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+    String::from_utf8(bytes).unwrap_or_else(|e| panic!("{format:?}: {e}"))
+}
+
+/// `format`'s comparison of `base` and `new` as text.
+pub fn diff_out(format: DiffFormat, base: &Slice, new: &Slice, top: Option<usize>) -> String {
+    let bytes = format
+        .render(base, new, &ExportOptions { top })
+        .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+    String::from_utf8(bytes).unwrap_or_else(|e| panic!("{format:?}: {e}"))
+}
 
 /// `fixtures/captures/NAME`.
 pub fn capture(name: &str) -> PathBuf {

@@ -20,7 +20,7 @@ use hotspot_format::block::{Compressor, encode_block};
 use hotspot_format::header::FileHeader;
 use hotspot_replay::Capture;
 use hotspot_replay::export::{
-    Scan, ScanOptions, Selection, Slice, TimeSpec, folded, json, pprof, speedscope, svg,
+    DiffFormat, ExportOptions, Format, Scan, ScanOptions, Selection, Slice, TimeSpec, pprof,
 };
 use hotspot_replay::tui::model::Data;
 use hotspot_replay::tui::palette::{ColorMode, Palette};
@@ -28,6 +28,22 @@ use hotspot_replay::tui::render::draw;
 use hotspot_replay::tui::{Mode, Options, State, View};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+
+/// `format`'s output of `slice` as text (every format but pprof is UTF-8).
+pub fn out(format: Format, slice: &Slice, top: Option<usize>) -> String {
+    let bytes = format
+        .render(slice, &ExportOptions { top })
+        .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+    String::from_utf8(bytes).unwrap_or_else(|e| panic!("{format:?}: {e}"))
+}
+
+/// `format`'s comparison of `base` and `new` as text.
+pub fn diff_out(format: DiffFormat, base: &Slice, new: &Slice, top: Option<usize>) -> String {
+    let bytes = format
+        .render(base, new, &ExportOptions { top })
+        .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+    String::from_utf8(bytes).unwrap_or_else(|e| panic!("{format:?}: {e}"))
+}
 
 /// Separates the decompressed payloads of an input in payload mode.
 pub const PAYLOAD_SEPARATOR: &[u8] = b"\n~HSBLK~\n";
@@ -344,8 +360,8 @@ pub fn check_within(data: &[u8], steps: Steps) {
                 ..Selection::default()
             };
             if let Ok(slice) = Slice::new(&scan, &selection) {
-                assert_clean("windowed report", &hotspot_replay::report::text(&slice, 5));
-                assert_json("windowed json", &json::report(&slice, Some(5)));
+                assert_clean("windowed report", &out(Format::Text, &slice, Some(5)));
+                assert_json("windowed json", &out(Format::Json, &slice, Some(5)));
             }
         }
     });
@@ -364,13 +380,13 @@ fn check_headless(scan: &Scan, steps: Steps) {
         "the report counts every sample"
     );
     steps.run("report text", || {
-        assert_clean("report text", &hotspot_replay::report::text(&slice, 30));
+        assert_clean("report text", &out(Format::Text, &slice, Some(30)));
     });
     steps.run("report json", || {
-        assert_json("report json", &json::report(&slice, None));
+        assert_json("report json", &out(Format::Json, &slice, None));
     });
     steps.run("report folded", || {
-        let folded_text = folded::text(&slice);
+        let folded_text = out(Format::Folded, &slice, None);
         assert_clean("folded", &folded_text);
         let sum: u64 = folded_text
             .lines()
@@ -378,31 +394,44 @@ fn check_headless(scan: &Scan, steps: Steps) {
             .sum();
         assert_eq!(sum, scan.samples, "folded counts add up to the samples");
     });
-    steps.run("report svg", || match svg::render(&slice) {
-        Ok(svg) => assert_clean("svg", &String::from_utf8(svg).unwrap()),
-        Err(e) => assert!(scan.samples == 0, "svg failed with samples: {e}"),
+    steps.run("report svg", || {
+        match Format::Svg.render(&slice, &ExportOptions::default()) {
+            Ok(svg) => assert_clean("svg", &String::from_utf8(svg).unwrap()),
+            Err(e) => assert!(scan.samples == 0, "svg failed with samples: {e}"),
+        }
     });
     steps.run("report pprof", || {
         let profile = pprof::profile(&slice);
         for s in &profile.string_table {
             assert_clean("pprof string", s);
         }
-        pprof::encode(&slice).unwrap();
+        Format::Pprof
+            .render(&slice, &ExportOptions::default())
+            .unwrap();
     });
     steps.run("report speedscope", || {
-        assert_json("speedscope", &speedscope::render(&slice));
+        assert_json("speedscope", &out(Format::Speedscope, &slice, None));
     });
     steps.run("diff", || {
-        let d = hotspot_replay::diff::diff(&slice, &slice);
+        let d = hotspot_replay::export::diff::diff(&slice, &slice);
         assert!(
             d.changes
                 .iter()
                 .all(|c| c.delta_self == 0.0 && c.delta_total == 0.0),
             "a capture differs from itself"
         );
-        assert_clean("diff text", &hotspot_replay::diff::text(&d, 30));
-        assert_json("diff json", &hotspot_replay::diff::json(&d, None));
-        assert_clean("diff folded", &hotspot_replay::diff::folded(&slice, &slice));
+        assert_clean(
+            "diff text",
+            &diff_out(DiffFormat::Text, &slice, &slice, Some(30)),
+        );
+        assert_json(
+            "diff json",
+            &diff_out(DiffFormat::Json, &slice, &slice, None),
+        );
+        assert_clean(
+            "diff folded",
+            &diff_out(DiffFormat::Folded, &slice, &slice, None),
+        );
     });
 }
 

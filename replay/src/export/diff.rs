@@ -3,14 +3,13 @@
 //! never by address, so captures of different builds compare.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::io;
+use std::fmt::Write as _;
+use std::io::Write;
 
 use serde::Serialize;
 
-use crate::export::folded;
-use crate::export::json::pct;
-use crate::export::slice::Slice;
+use super::slice::Slice;
+use super::{DEFAULT_TOP, ExportError, ExportOptions, folded, pct};
 use crate::flat::{FunctionKey, flat};
 use crate::sanitize::display;
 
@@ -89,8 +88,19 @@ pub fn diff(base: &Slice, new: &Slice) -> Diff {
     }
 }
 
-/// The largest `top` changes as a text table.
-pub fn text(d: &Diff, top: usize) -> String {
+/// Writes the largest changes ([`ExportOptions::top`], else [`DEFAULT_TOP`]) as a text table.
+pub fn write_text(
+    base: &Slice,
+    new: &Slice,
+    options: &ExportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ExportError> {
+    let d = diff(base, new);
+    out.write_all(table(&d, options.top.unwrap_or(DEFAULT_TOP)).as_bytes())?;
+    Ok(())
+}
+
+fn table(d: &Diff, top: usize) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -103,7 +113,7 @@ pub fn text(d: &Diff, top: usize) -> String {
     );
     let shown: Vec<&Change> = d.changes.iter().take(top).collect();
     let modules: Vec<String> = shown.iter().map(|c| display(&c.key.module)).collect();
-    let width = crate::report::module_width(&modules);
+    let width = super::text::module_width(&modules);
     let _ = writeln!(
         o,
         "{:>8} {:>7} {:>7} {:>8} {:>7} {:>7}  {:<width$}  function",
@@ -172,8 +182,19 @@ struct Document {
     changes: Vec<Row>,
 }
 
-/// The `hotspot-diff` JSON document (see `docs/json-schema.md`), newline-terminated.
-pub fn json(d: &Diff, top: Option<usize>) -> String {
+/// Writes the `hotspot-diff` JSON document (see `docs/json-schema.md`), newline-terminated;
+/// [`ExportOptions::top`] limits `changes`.
+pub fn write_json(
+    base: &Slice,
+    new: &Slice,
+    options: &ExportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ExportError> {
+    out.write_all(document(&diff(base, new), options.top).as_bytes())?;
+    Ok(())
+}
+
+fn document(d: &Diff, top: Option<usize>) -> String {
     let changes = d
         .changes
         .iter()
@@ -215,7 +236,12 @@ pub fn json(d: &Diff, top: Option<usize>) -> String {
 
 /// Writes the differential folded format flame-graph tools read:
 /// `a;b;c count_base count_new`, one line per stack found in either capture, sorted.
-pub fn write_folded(base: &Slice, new: &Slice, w: &mut dyn io::Write) -> io::Result<()> {
+pub fn write_folded(
+    base: &Slice,
+    new: &Slice,
+    _: &ExportOptions,
+    w: &mut dyn Write,
+) -> Result<(), ExportError> {
     use std::cmp::Ordering;
     let mut a = folded::lines(base, usize::MAX).into_iter().peekable();
     let mut b = folded::lines(new, usize::MAX).into_iter().peekable();
@@ -235,12 +261,4 @@ pub fn write_folded(base: &Slice, new: &Slice, w: &mut dyn io::Write) -> io::Res
         folded::write_stack(w, &names)?;
         writeln!(w, " {na} {nb}")?;
     }
-}
-
-/// [`write_folded`] into a string.
-pub fn folded(base: &Slice, new: &Slice) -> String {
-    let mut out = Vec::new();
-    // Writing into memory cannot fail.
-    let _ = write_folded(base, new, &mut out);
-    String::from_utf8(out).unwrap_or_default()
 }

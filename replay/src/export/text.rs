@@ -1,15 +1,27 @@
 //! `hotspot report`'s text form: the flat profile (top functions by self samples) with a
 //! header saying what was counted, for a terminal or a ticket comment.
 
-use std::fmt::Write;
+use std::fmt::Write as _;
+use std::io::Write;
 
-use crate::export::slice::Slice;
+use super::slice::Slice;
+use super::{DEFAULT_TOP, ExportError, ExportOptions};
 use crate::flat::flat;
 use crate::names::short_module;
 use crate::sanitize::display;
 
-/// The flat profile's top `top` rows as a text table.
-pub fn text(slice: &Slice, top: usize) -> String {
+/// Writes the flat profile's top rows ([`ExportOptions::top`], else [`DEFAULT_TOP`]) as a
+/// text table. The table is short, so it is built whole and written at once.
+pub fn write(
+    slice: &Slice,
+    options: &ExportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ExportError> {
+    out.write_all(table(slice, options.top.unwrap_or(DEFAULT_TOP)).as_bytes())?;
+    Ok(())
+}
+
+fn table(slice: &Slice, top: usize) -> String {
     let scan = slice.scan;
     let folded = &slice.folded;
     let rows = flat(folded);
