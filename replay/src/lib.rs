@@ -4,7 +4,6 @@ pub mod capture;
 pub mod clock;
 pub mod error;
 pub mod export;
-pub mod flat;
 pub mod info;
 pub mod model;
 pub mod names;
@@ -12,7 +11,6 @@ pub mod profile;
 pub mod resymbolize;
 pub mod sanitize;
 pub mod tally;
-pub mod tree;
 pub mod tui;
 pub mod unwinding;
 

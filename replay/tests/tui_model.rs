@@ -1,13 +1,13 @@
-//! The views' fast fold agrees with the replay model it mirrors (`profile::fold`,
-//! `flat::flat`, `tree::CallTree`, `tree::neighbours`) on the committed fixtures.
+//! The views' fold (the interned model over the time buckets) agrees with the naive
+//! string-keyed fold (`oracle`) on the committed fixtures.
 
 use std::path::PathBuf;
 
 use hotspot_replay::Capture;
-use hotspot_replay::flat::flat;
-use hotspot_replay::profile::{Filter, fold as replay_fold};
-use hotspot_replay::tree::{CallTree, neighbours as replay_neighbours};
 use hotspot_replay::tui::model::{Data, Query, ensure_tree, fold, neighbours};
+
+mod oracle;
+use oracle::{CallTree, flat, neighbours as replay_neighbours};
 
 fn capture(name: &str) -> Capture {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -18,13 +18,7 @@ fn capture(name: &str) -> Capture {
 
 fn check(name: &str, no_kernel: bool) {
     let c = capture(name);
-    let reference = replay_fold(
-        &c,
-        &Filter {
-            no_kernel,
-            ..Filter::default()
-        },
-    );
+    let reference = oracle::fold(&c, no_kernel);
     let expected_flat = flat(&reference);
     let expected_tree = CallTree::build(&reference);
     let mut data = Data::new(c);

@@ -42,12 +42,15 @@ pub struct Function {
     pub kernel: bool,
 }
 
-/// A logical frame: a function at a source line.
+/// A logical frame: a function at a source line. Two frames are one exactly when their
+/// [`FrameName`]s are equal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameRow {
     pub function: FuncId,
-    /// Index into the line table, or [`NO_LINE`].
+    /// Index into the line table (file and line), or [`NO_LINE`] without a file.
     pub line: u32,
+    /// The line number as recorded (also without a file).
+    pub line_no: u32,
 }
 
 /// A stack: its caller's stack and its own (leaf) frame.
@@ -81,7 +84,7 @@ pub struct Profile {
     lines: Vec<(Arc<str>, u32)>,
     line_ids: FxHashMap<(StrId, u32), u32>,
     pub frames: Vec<FrameRow>,
-    frame_ids: FxHashMap<(FuncId, u32), FrameIdx>,
+    frame_ids: FxHashMap<(FuncId, u32, u32), FrameIdx>,
     pub stacks: Vec<StackRow>,
     stack_ids: FxHashMap<(StackIdx, FrameIdx), StackIdx>,
     /// Capture stack → (with kernel frames, without).
@@ -117,6 +120,11 @@ impl Profile {
         Some(v)
     }
 
+    /// Capture stack `id` as already interned, without interning it.
+    pub fn interned(&self, id: StackId) -> Option<[Interned; 2]> {
+        self.by_capture.get(&id).copied()
+    }
+
     /// Capture stack `id` as interned with (`no_kernel` false) or without its kernel
     /// frames.
     pub fn stack_of(
@@ -139,10 +147,18 @@ impl Profile {
         for f in frames {
             let function = self.function(f);
             let line = self.line(f);
-            let frame = *self.frame_ids.entry((function, line)).or_insert_with(|| {
-                self.frames.push(FrameRow { function, line });
-                (self.frames.len() - 1) as FrameIdx
-            });
+            let line_no = f.line;
+            let frame = *self
+                .frame_ids
+                .entry((function, line, line_no))
+                .or_insert_with(|| {
+                    self.frames.push(FrameRow {
+                        function,
+                        line,
+                        line_no,
+                    });
+                    (self.frames.len() - 1) as FrameIdx
+                });
             let seen = &mut self.seen[function as usize];
             let outermost = *seen != self.path;
             *seen = self.path;
@@ -249,10 +265,8 @@ impl Profile {
     pub fn frame_name(&self, frame: FrameIdx) -> FrameName {
         let fr = self.frames[frame as usize];
         let key = &self.keys[fr.function as usize];
-        let (file, line) = match self.lines.get(fr.line as usize) {
-            Some((file, line)) => (Some(file.clone()), *line),
-            None => (None, 0),
-        };
+        let file = self.lines.get(fr.line as usize).map(|(f, _)| f.clone());
+        let line = fr.line_no;
         FrameName {
             function: key.function.clone(),
             module: key.module.clone(),

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use ratatui::layout::Rect;
 
-use crate::flat::FlatRow;
+use crate::model::aggregate::FlatRow;
+use crate::model::aggregate::Neighbours;
 use crate::names::FunctionKey;
-use crate::tree::Neighbours;
 
 use super::layout::Regions;
 use super::links::link::LinkBase;

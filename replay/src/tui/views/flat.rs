@@ -5,7 +5,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
 use crate::capture::short_module;
-use crate::flat::FlatRow;
+use crate::model::aggregate::FlatRow;
 use crate::sanitize::display;
 
 use crate::tui::palette::Palette;
