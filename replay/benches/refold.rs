@@ -310,7 +310,7 @@ fn pieces(state: &mut State) {
     println!(
         "  fold of everything (flat rows): {} ({} stacks, {} functions)",
         ms(t.elapsed()),
-        f.stacks.len(),
+        f.selected.sampled.len(),
         f.flat.len()
     );
     let t = Instant::now();

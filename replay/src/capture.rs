@@ -1,5 +1,11 @@
-//! A capture read into memory: every definition, the samples, and what the reader had to
-//! skip. Reads only the file; never /proc or the recorded binaries.
+//! A capture read into memory: every definition, and what the reader had to skip. Reads
+//! only the file; never /proc or the recorded binaries.
+//!
+//! The one way in: [`Capture::ingest`] splits each block, its definitions into the
+//! capture's tables and its samples into a [`SampleSink`] the caller picks: a tally for
+//! the reports ([`crate::tally::Tally`]), time buckets for the views
+//! ([`crate::tui::model::Data`]), or the plain vector [`Capture::samples`] that
+//! [`Capture::open`] and [`Capture::from_bytes`] fill (tests, `info` of a capture in memory).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -36,6 +42,28 @@ impl ThreadInfo {
     }
 }
 
+/// Where a capture's samples go as it is read.
+pub trait SampleSink {
+    /// Called before each block's samples, once that block's definitions are in the
+    /// capture (the session header that places a time window may share a block with the
+    /// first samples).
+    fn defined(&mut self, _capture: &Capture) {}
+
+    /// One sample and its weight: a count of 1 for every sample the format holds today
+    /// (samples of elapsed time, when the format has them, weigh their nanoseconds).
+    fn sample(&mut self, sample: &Sample, weight: u64);
+}
+
+/// The plain vector: every sample kept, in file order.
+impl SampleSink for Vec<Sample> {
+    fn sample(&mut self, sample: &Sample, _weight: u64) {
+        self.push(*sample);
+    }
+}
+
+/// What one CPU sample of the format weighs: a count.
+pub const SAMPLE_WEIGHT: u64 = 1;
+
 /// Everything a capture holds.
 #[derive(Debug, Default)]
 pub struct Capture {
@@ -56,6 +84,8 @@ pub struct Capture {
     pub frames: HashMap<FrameId, Frame>,
     pub stacks: HashMap<StackId, Vec<FrameId>>,
     pub symbols: HashMap<FrameId, Symbol>,
+    /// The samples, when read by [`Capture::open`], [`Capture::from_bytes`] or
+    /// [`Capture::apply`]; empty when [`Capture::ingest`] sent them to another sink.
     pub samples: Vec<Sample>,
     pub lost: u64,
     /// Mapping events the kernel dropped while recording (1.2): frames of the processes
@@ -111,16 +141,43 @@ impl Capture {
         Ok(c)
     }
 
-    /// Folds one reader event in (also used when tailing a growing file).
+    /// Folds one reader event in, its samples into [`Capture::samples`].
     pub fn apply(&mut self, event: Event) {
+        let mut samples = std::mem::take(&mut self.samples);
+        self.ingest(event, &mut samples);
+        self.samples = samples;
+    }
+
+    /// Folds one reader event in: definitions into the tables, then the block's samples
+    /// into `sink`, in file order.
+    pub fn ingest(&mut self, event: Event, sink: &mut dyn SampleSink) {
         match event {
             Event::Block(block) => {
                 self.blocks += 1;
                 for (kind, n) in block.unknown_kinds {
                     *self.unknown_kinds.entry(kind).or_default() += u64::from(n);
                 }
+                let mut batches = Vec::new();
                 for r in block.records {
-                    self.add(r);
+                    match r {
+                        Record::Samples(b) => {
+                            *self
+                                .record_counts
+                                .entry(hotspot_format::kind::SAMPLES)
+                                .or_default() += 1;
+                            batches.push(b);
+                        }
+                        other => self.add(other),
+                    }
+                }
+                if batches.is_empty() {
+                    return;
+                }
+                sink.defined(self);
+                for b in batches {
+                    for s in &b.samples {
+                        sink.sample(s, SAMPLE_WEIGHT);
+                    }
                 }
             }
             Event::Corrupt {
@@ -171,7 +228,7 @@ impl Capture {
             Record::Module(m) => {
                 self.module_names
                     .entry(m.id)
-                    .or_insert_with(|| capped(crate::names::short_module(&m.path)).into());
+                    .or_insert_with(|| capped(short_module(&m.path)).into());
                 self.modules.entry(m.id).or_insert(m);
             }
             Record::Frame(f) => {
@@ -180,6 +237,7 @@ impl Capture {
             Record::Stack(s) => {
                 self.stacks.entry(s.id).or_insert(s.frames);
             }
+            // Taken apart by `ingest`; a batch reaching here is kept with the others.
             Record::Samples(b) => self.samples.extend(b.samples),
             Record::Symbol(s) => {
                 self.symbols.entry(s.frame).or_insert(s);
@@ -244,9 +302,16 @@ impl Capture {
             None => self
                 .modules
                 .get(&id)
-                .map(|m| capped(crate::names::short_module(&m.path)).into()),
+                .map(|m| capped(short_module(&m.path)).into()),
         }
     }
+}
+
+/// The short name of a module: the file name of its path
+/// (`/usr/lib/x86_64-linux-gnu/libc.so.6` → `libc.so.6`). The capture keeps one per
+/// module; names, reports and views print it.
+pub fn short_module(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_string()
 }
 
 /// Longest name kept from a capture, in bytes: what the views and reports show of a name

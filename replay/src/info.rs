@@ -1,32 +1,28 @@
 //! `hotspot info`: what a capture is, how much it holds, how much of it has names, whether
 //! it is whole, and what its bytes are spent on.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use hotspot_format::records::kind;
-use hotspot_format::{Module, ModuleId, ModuleKind, StackId};
+use hotspot_format::{Module, ModuleId, ModuleKind};
 use serde::Serialize;
 
-use crate::capture::Capture;
+use crate::capture::{Capture, short_module};
 use crate::export::pct;
 use crate::export::scan::{Scan, Sizes};
 use crate::export::summary::{CaptureInfo, Session, capture_info_of, session_of};
-use crate::names::{self, UNKNOWN, short_module};
+use crate::names::{self, UNKNOWN};
 use crate::sanitize::display;
+use crate::tally::Tally;
 
-/// What `info` reports on: a capture's definitions and its samples counted per stack
-/// and thread, from a [`Scan`] or an in-memory [`Capture`].
-#[derive(Debug)]
+/// What `info` reports on: a capture's definitions and its samples tallied per stack
+/// and thread (by a [`Scan`] as it read the file, or over a [`Capture`] in memory).
+#[derive(Debug, Clone, Copy)]
 pub struct Facts<'a> {
     pub capture: &'a Capture,
-    pub samples: u64,
-    pub span: Option<(u64, u64)>,
-    pub stack_samples: Cow<'a, BTreeMap<StackId, u64>>,
-    pub thread_samples: Cow<'a, BTreeMap<u32, u64>>,
-    /// Samples per (thread, stack).
-    pub pair_samples: Cow<'a, BTreeMap<(u32, StackId), u64>>,
+    /// info reads the whole file: the tally's window is everything.
+    pub counts: &'a Tally,
     /// Known only when read by a [`Scan`].
     pub sizes: Option<&'a Sizes>,
 }
@@ -35,44 +31,29 @@ impl<'a> Facts<'a> {
     pub fn of_scan(scan: &'a Scan) -> Facts<'a> {
         Facts {
             capture: &scan.capture,
-            samples: scan.samples,
-            span: scan.span,
-            stack_samples: Cow::Borrowed(&scan.stack_samples),
-            thread_samples: Cow::Borrowed(&scan.thread_samples),
-            // info reads the whole file: its window is everything.
-            pair_samples: Cow::Borrowed(&scan.tally),
+            counts: &scan.counts,
             sizes: Some(&scan.sizes),
         }
     }
 
-    pub fn of_capture(c: &'a Capture) -> Facts<'a> {
-        let mut stacks = BTreeMap::new();
-        let mut threads = BTreeMap::new();
-        let mut pairs = BTreeMap::new();
-        for s in &c.samples {
-            *stacks.entry(s.stack).or_default() += 1;
-            *threads.entry(s.tid).or_default() += 1;
-            *pairs.entry((s.tid, s.stack)).or_default() += 1;
-        }
+    /// The facts of a capture in memory, with `counts` its [`Tally::of_samples`].
+    pub fn of_capture(capture: &'a Capture, counts: &'a Tally) -> Facts<'a> {
         Facts {
-            capture: c,
-            samples: c.samples.len() as u64,
-            span: c.time_range(),
-            stack_samples: Cow::Owned(stacks),
-            thread_samples: Cow::Owned(threads),
-            pair_samples: Cow::Owned(pairs),
+            capture,
+            counts,
             sizes: None,
         }
     }
 
     fn duration_s(&self) -> f64 {
-        self.span.map_or(0.0, |(a, b)| (b - a) as f64 / 1e9)
+        self.counts.span.map_or(0.0, |(a, b)| (b - a) as f64 / 1e9)
     }
 
     /// Samples taken in kernel mode (their leaf frame is in the kernel).
     fn kernel_samples(&self) -> u64 {
         let c = self.capture;
-        self.stack_samples
+        self.counts
+            .stack_samples
             .iter()
             .filter(|(stack, _)| {
                 c.stacks
@@ -86,16 +67,9 @@ impl<'a> Facts<'a> {
             .sum()
     }
 
-    /// Seconds from the session start (or the first sample) to `t`.
+    /// Seconds from time 0 (see [`crate::clock`]) to `t`.
     fn offset_s(&self, t: u64) -> f64 {
-        let start = self
-            .capture
-            .session
-            .as_ref()
-            .map(|s| s.start_mono_ns)
-            .or(self.span.map(|s| s.0))
-            .unwrap_or(t);
-        (i128::from(t) - i128::from(start)) as f64 / 1e9
+        self.counts.clock.map_or(0.0, |c| c.offset_s(t))
     }
 }
 
@@ -196,7 +170,7 @@ pub fn coverage(f: &Facts) -> Coverage {
     let mut per_module: BTreeMap<ModuleId, (u64, u64)> = BTreeMap::new();
     let mut named_total = 0;
     let mut scratch = Vec::new();
-    for (stack, &n) in f.stack_samples.iter() {
+    for (stack, &n) in f.counts.stack_samples.iter() {
         let Some(&leaf) = c.stacks.get(stack).and_then(|fs| fs.first()) else {
             continue;
         };
@@ -254,7 +228,7 @@ pub fn coverage(f: &Facts) -> Coverage {
             .then_with(|| a.path.cmp(&b.path))
     });
     Coverage {
-        samples: f.samples,
+        samples: f.counts.samples,
         named: named_total,
         modules,
     }
@@ -278,6 +252,7 @@ fn kind_name(k: u32) -> String {
 fn ending(f: &Facts) -> String {
     let c = f.capture;
     let last = f
+        .counts
         .span
         .map(|(_, b)| format!("; the last sample is at {:.3} s", f.offset_s(b)))
         .unwrap_or_default();
@@ -297,7 +272,8 @@ fn ending(f: &Facts) -> String {
 
 /// The text report of a capture read into memory.
 pub fn text(c: &Capture) -> String {
-    text_of(&Facts::of_capture(c))
+    let counts = Tally::of_samples(c);
+    text_of(&Facts::of_capture(c, &counts))
 }
 
 /// The text report of a scanned capture.
@@ -357,9 +333,9 @@ pub fn text_of(f: &Facts) -> String {
     let _ = writeln!(
         o,
         "samples:    {} ({} in kernel mode, {} in user mode)",
-        f.samples,
+        f.counts.samples,
         k,
-        f.samples - k
+        f.counts.samples - k
     );
     let _ = writeln!(o, "lost:       {}", c.lost);
     if c.lost_mappings > 0 {
@@ -386,7 +362,12 @@ pub fn text_of(f: &Facts) -> String {
         );
     }
     let _ = writeln!(o, "threads:    {}", c.threads.len());
-    let mut busiest: Vec<(u64, u32)> = f.thread_samples.iter().map(|(&t, &n)| (n, t)).collect();
+    let mut busiest: Vec<(u64, u32)> = f
+        .counts
+        .thread_samples
+        .iter()
+        .map(|(&t, &n)| (n, t))
+        .collect();
     busiest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     for (n, tid) in busiest.iter().take(10) {
         let name = c.threads.get(tid).map_or("", |t| t.name());
@@ -394,13 +375,13 @@ pub fn text_of(f: &Facts) -> String {
             o,
             "  {tid:>7} {:<16} {n:>8} samples ({:.1}%)",
             display(name),
-            pct(*n, f.samples)
+            pct(*n, f.counts.samples)
         );
     }
     if busiest.len() > 10 {
         let _ = writeln!(o, "  … {} more threads with samples", busiest.len() - 10);
     }
-    unwinding_text(&mut o, &crate::unwinding::completeness(c, &f.pair_samples));
+    unwinding_text(&mut o, &crate::unwinding::completeness(c, &f.counts.tally));
     let _ = writeln!(
         o,
         "stacks:     {} distinct, {} frames, {} modules, {} symbols",
@@ -674,7 +655,7 @@ pub fn json_of(f: &Facts) -> String {
         session: session_of(c),
         duration_s: round(f.duration_s()),
         counts: Counts {
-            samples: f.samples,
+            samples: f.counts.samples,
             kernel_samples: f.kernel_samples(),
             lost: c.lost,
             lost_mappings: c.lost_mappings,
@@ -704,12 +685,12 @@ pub fn json_of(f: &Facts) -> String {
                 tid: t.tid,
                 pid: t.pid,
                 name: display(t.name()),
-                samples: f.thread_samples.get(&t.tid).copied().unwrap_or(0),
+                samples: f.counts.thread_samples.get(&t.tid).copied().unwrap_or(0),
             })
             .collect(),
         coverage: coverage(f),
         unwinding: {
-            let mut u = crate::unwinding::completeness(c, &f.pair_samples);
+            let mut u = crate::unwinding::completeness(c, &f.counts.tally);
             for p in &mut u.processes {
                 p.name = display(&p.name);
                 for r in &mut p.reasons {
@@ -734,7 +715,7 @@ pub fn json_of(f: &Facts) -> String {
                     reason: Some(display(&d.what)),
                 })
                 .collect(),
-            last_sample_s: f.span.map(|(_, b)| round(f.offset_s(b))),
+            last_sample_s: f.counts.span.map(|(_, b)| round(f.offset_s(b))),
         },
         unknown_kinds: c.unknown_kinds.clone(),
         size,

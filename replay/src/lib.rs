@@ -1,15 +1,16 @@
 //! hotspot's replay side: reads captures and folds them into profiles, views and reports.
 
 pub mod capture;
+pub mod clock;
 pub mod error;
 pub mod export;
-pub mod flat;
 pub mod info;
+pub mod model;
 pub mod names;
 pub mod profile;
 pub mod resymbolize;
 pub mod sanitize;
-pub mod tree;
+pub mod tally;
 pub mod tui;
 pub mod unwinding;
 

@@ -5,6 +5,9 @@ use hotspot_format::{FrameAddr, FrameId, ModuleKind, SourceLoc};
 use std::sync::Arc;
 
 use crate::capture::Capture;
+/// Re-exported where its callers found it before it moved to the capture, which owns
+/// module naming.
+pub use crate::capture::short_module;
 
 /// One logical frame: a function (possibly inlined into its caller) at a source line.
 /// The texts are shared with the capture's strings: a stack of a thousand frames named
@@ -16,6 +19,25 @@ pub struct FrameName {
     pub module: Arc<str>,
     pub file: Option<Arc<str>>,
     pub line: u32,
+    pub kernel: bool,
+}
+
+impl FrameName {
+    /// The function this frame is merged under in flat profiles and call trees.
+    pub fn key(&self) -> FunctionKey {
+        FunctionKey {
+            function: self.function.clone(),
+            module: self.module.clone(),
+            kernel: self.kernel,
+        }
+    }
+}
+
+/// Identity of a function across frames: name and the module it lives in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FunctionKey {
+    pub function: Arc<str>,
+    pub module: Arc<str>,
     pub kernel: bool,
 }
 
@@ -113,9 +135,4 @@ fn unknown(module: Arc<str>, kernel: bool) -> FrameName {
         line: 0,
         kernel,
     }
-}
-
-/// `/usr/lib/x86_64-linux-gnu/libc.so.6` → `libc.so.6`.
-pub fn short_module(path: &str) -> String {
-    path.rsplit('/').next().unwrap_or(path).to_string()
 }

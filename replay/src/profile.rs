@@ -1,23 +1,16 @@
-//! Folding samples into stacks of names: the aggregation every view and report starts from.
+//! A capture's samples as stacks of names (`BTreeMap<Vec<FrameName>, u64>`), read off the
+//! interned model ([`crate::model`]): for tests and tools that want to look at stacks by
+//! name (the end-to-end tests). The reports and views aggregate on the model itself.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use hotspot_format::StackId;
 
 use crate::capture::Capture;
-use crate::names::{self, FrameName};
+use crate::model::{Interned, Profile};
+use crate::names::FrameName;
 
-/// Which samples count.
-#[derive(Debug, Clone, Default)]
-pub struct Filter {
-    /// Monotonic ns bounds, inclusive.
-    pub from_ns: Option<u64>,
-    pub to_ns: Option<u64>,
-    pub tids: Option<HashSet<u32>>,
-    pub pids: Option<HashSet<u32>>,
-    /// Drop kernel frames (a sample taken in the kernel counts for its user caller).
-    pub no_kernel: bool,
-}
+pub use crate::export::slice::Filter;
 
 /// Samples per distinct stack of names (root first).
 #[derive(Debug, Default)]
@@ -28,46 +21,42 @@ pub struct Folded {
     pub unknown_stacks: u64,
 }
 
-/// Expands each stack id once.
+/// The names of each capture stack, interned once.
 #[derive(Debug, Default)]
 pub struct StackNames {
+    profile: Profile,
     cache: HashMap<StackId, Option<Vec<FrameName>>>,
 }
 
 impl StackNames {
     /// Logical frames of a stack, root first; `None` if the capture does not define it.
     pub fn get(&mut self, capture: &Capture, id: StackId) -> Option<&Vec<FrameName>> {
+        let profile = &mut self.profile;
         self.cache
             .entry(id)
             .or_insert_with(|| {
-                let frames = capture.stacks.get(&id)?;
-                let mut out = Vec::with_capacity(frames.len());
-                for &f in frames {
-                    if out.len() >= names::MAX_LOGICAL_FRAMES {
-                        break;
-                    }
-                    names::expand(capture, f, &mut out);
-                }
-                // Leaf first so far: what is cut is nearest the root.
-                out.truncate(names::MAX_LOGICAL_FRAMES);
-                out.reverse();
-                Some(out)
+                let s = profile.stack_of(capture, id, false)?;
+                Some(names(profile, s))
             })
             .as_ref()
     }
 }
 
-/// Folds the samples that pass `filter`.
+fn names(profile: &Profile, s: Interned) -> Vec<FrameName> {
+    let mut frames = Vec::new();
+    profile.path(s, &mut frames);
+    frames.iter().map(|&f| profile.frame_name(f)).collect()
+}
+
+/// The samples of `capture` that pass `filter`, by stacks of names.
 pub fn fold(capture: &Capture, filter: &Filter) -> Folded {
-    let mut per_stack: HashMap<StackId, u64> = HashMap::new();
+    let mut per_stack: BTreeMap<StackId, u64> = BTreeMap::new();
     let pid_of = |tid: u32| capture.threads.get(&tid).map(|t| t.pid);
     for s in &capture.samples {
         if filter.from_ns.is_some_and(|f| s.time_ns < f)
             || filter.to_ns.is_some_and(|t| s.time_ns > t)
+            || filter.tids.as_ref().is_some_and(|t| !t.contains(&s.tid))
         {
-            continue;
-        }
-        if filter.tids.as_ref().is_some_and(|t| !t.contains(&s.tid)) {
             continue;
         }
         if let Some(pids) = &filter.pids
@@ -75,22 +64,16 @@ pub fn fold(capture: &Capture, filter: &Filter) -> Folded {
         {
             continue;
         }
-        *per_stack.entry(s.stack).or_default() += 1;
+        *per_stack.entry(s.stack).or_default() += crate::capture::SAMPLE_WEIGHT;
     }
-    let mut names = StackNames::default();
+    let mut profile = Profile::default();
     let mut out = Folded::default();
     for (id, n) in per_stack {
         out.total += n;
-        let Some(frames) = names.get(capture, id) else {
-            out.unknown_stacks += n;
-            continue;
-        };
-        let key: Vec<FrameName> = if filter.no_kernel {
-            frames.iter().filter(|f| !f.kernel).cloned().collect()
-        } else {
-            frames.clone()
-        };
-        *out.stacks.entry(key).or_default() += n;
+        match profile.stack_of(capture, id, filter.no_kernel) {
+            Some(s) => *out.stacks.entry(names(&profile, s)).or_default() += n,
+            None => out.unknown_stacks += n,
+        }
     }
     out
 }

@@ -75,7 +75,7 @@ fn json_and_folded_forms() {
         (
             diff_out(DiffFormat::Json, b, n, Some(2)),
             diff_out(DiffFormat::Folded, b, n, None),
-            (b.folded.total, n.folded.total),
+            (b.total, n.total),
         )
     });
     let v: Value = serde_json::from_str(&json).expect("json");

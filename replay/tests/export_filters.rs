@@ -6,7 +6,6 @@ mod export_common;
 
 use export_common::scan;
 use hotspot_replay::export::{ExportError, Scan, ScanOptions, Selection, Slice, TimeSpec};
-use hotspot_replay::flat::flat;
 
 const CAPTURE: &str = "phased-report.hsp";
 /// Phase starts and the end, seconds after the session start.
@@ -24,7 +23,7 @@ fn offset(s: f64) -> TimeSpec {
 fn phase_functions(sel: &Selection) -> (Vec<String>, Vec<String>, u64) {
     let s = scan(CAPTURE, sel, false);
     let slice = Slice::new(&s, sel).unwrap_or_else(|e| panic!("{e}"));
-    let rows = flat(&slice.folded);
+    let rows = slice.flat();
     let top: Vec<String> = rows
         .iter()
         .take(1)
@@ -38,7 +37,7 @@ fn phase_functions(sel: &Selection) -> (Vec<String>, Vec<String>, u64) {
                 && (f.contains("_leaf") || f.contains("_work") || f.starts_with("phase_"))
         })
         .collect();
-    (top, all, slice.folded.total)
+    (top, all, slice.total)
 }
 
 fn chain(phase: &str) -> [String; 3] {
@@ -113,7 +112,6 @@ fn thread_pid_and_kernel_filters() {
     let (&tid, thread) = all.capture.threads.iter().next().expect("a thread");
     let everything = Slice::new(&all, &Selection::default())
         .expect("slice")
-        .folded
         .total;
     for sel in [
         Selection {
@@ -130,7 +128,7 @@ fn thread_pid_and_kernel_filters() {
         },
     ] {
         let slice = Slice::new(&all, &sel).expect("known thread");
-        assert_eq!(slice.folded.total, everything, "{sel:?}");
+        assert_eq!(slice.total, everything, "{sel:?}");
     }
     let no_kernel = Selection {
         no_kernel: true,
@@ -138,12 +136,14 @@ fn thread_pid_and_kernel_filters() {
     };
     let slice = Slice::new(&all, &no_kernel).expect("slice");
     assert_eq!(
-        slice.folded.total, everything,
+        slice.total, everything,
         "kernel samples count for their user caller"
     );
-    assert!(flat(&slice.folded).iter().all(|r| !r.key.kernel));
+    assert!(slice.flat().iter().all(|r| !r.key.kernel));
     assert!(
-        flat(&Slice::new(&all, &Selection::default()).expect("s").folded)
+        Slice::new(&all, &Selection::default())
+            .expect("s")
+            .flat()
             .iter()
             .any(|r| r.key.kernel)
     );

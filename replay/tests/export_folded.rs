@@ -8,7 +8,6 @@ use std::process::Command;
 
 use export_common::{out, run, tmp, with_slice};
 use hotspot_replay::export::{ExportOptions, Format, Selection};
-use hotspot_replay::flat::flat;
 
 /// How inferno prints counts: `1,638`.
 fn commas(n: u64) -> String {
@@ -31,7 +30,7 @@ fn folded_lines_are_root_first_and_add_up() {
             ..Selection::default()
         };
         let (text, total) = with_slice("split7030.hsp", &sel, false, |s| {
-            (out(Format::Folded, s, None), s.folded.total)
+            (out(Format::Folded, s, None), s.total)
         });
         let mut sum = 0;
         let mut previous = String::new();
@@ -50,7 +49,7 @@ fn folded_lines_are_root_first_and_add_up() {
 #[test]
 fn inferno_draws_the_folded_stacks_with_the_same_total() {
     let (text, total) = with_slice("phased-report.hsp", &Selection::default(), false, |s| {
-        (out(Format::Folded, s, None), s.folded.total)
+        (out(Format::Folded, s, None), s.total)
     });
     let mut options = inferno::flamegraph::Options::default();
     options.deterministic = true;
@@ -74,8 +73,8 @@ fn svg_is_well_formed_with_every_top_function() {
                 Format::Svg
                     .render(s, &ExportOptions::default())
                     .expect("svg"),
-                flat(&s.folded),
-                s.folded.total,
+                s.flat(),
+                s.total,
             )
         });
         let dir = tmp(&format!("svg-{name}"));

@@ -10,7 +10,6 @@ use std::process::Command;
 
 use export_common::{run, scan, tmp, with_slice};
 use hotspot_replay::export::{ExportOptions, Format, Selection, pprof};
-use hotspot_replay::flat::flat;
 
 /// `go tool pprof -top` rows: function name → (flat, cum) in samples.
 fn pprof_top(
@@ -76,7 +75,7 @@ fn go_tool_pprof_agrees_with_the_report() {
                         .expect("encode"),
                 )
                 .expect("write");
-                (s.folded.total, flat(&s.folded))
+                (s.total, s.flat())
             });
             let (pprof_total, pprof_rows) = pprof_top(&file, &dir);
             assert_eq!(pprof_total, total, "{name}: total samples");
@@ -136,7 +135,7 @@ fn profile_fields_are_as_documented() {
     );
     assert_eq!(p.period, 2_004_008, "1e9 / 499 Hz");
     let total: i64 = p.sample.iter().map(|s| s.value[0]).sum();
-    assert_eq!(total as u64, slice.folded.total);
+    assert_eq!(total as u64, slice.total);
     for smp in &p.sample {
         assert_eq!(smp.value[1], smp.value[0] * p.period);
     }

@@ -14,7 +14,7 @@ fn check(name: &str, sel: &Selection, keep_order: bool) {
             out(Format::Speedscope, s, None),
             s.thread_samples.clone(),
             s.period_ns(),
-            s.folded.total,
+            s.total,
         )
     });
     let dir = tmp(&format!("speedscope-{name}-{keep_order}"));

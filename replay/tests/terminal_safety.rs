@@ -16,8 +16,8 @@ use hotspot_replay::Capture;
 use hotspot_replay::export::{
     DiffFormat, ExportOptions, Format, Scan, ScanOptions, Selection, Slice, pprof,
 };
-use hotspot_replay::tui::hyperlink::spans;
 use hotspot_replay::tui::link::{LinkBase, Osc8};
+use hotspot_replay::tui::links::hyperlink::spans;
 use hotspot_replay::tui::model::Data;
 use hotspot_replay::tui::{State, View};
 use ratatui::buffer::Buffer;

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use hotspot_replay::Capture;
-use hotspot_replay::tui::hyperlink::spans;
 use hotspot_replay::tui::input::handle_key;
 use hotspot_replay::tui::keymap::Key;
 use hotspot_replay::tui::link::LinkBase;
+use hotspot_replay::tui::links::hyperlink::spans;
 use hotspot_replay::tui::model::Data;
 use hotspot_replay::tui::palette::{ColorMode, Palette};
 use hotspot_replay::tui::render::draw;

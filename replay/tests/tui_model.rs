@@ -1,13 +1,13 @@
-//! The views' fast fold agrees with the replay model it mirrors (`profile::fold`,
-//! `flat::flat`, `tree::CallTree`, `tree::neighbours`) on the committed fixtures.
+//! The views' fold (the interned model over the time buckets) agrees with the naive
+//! string-keyed fold (`oracle`) on the committed fixtures.
 
 use std::path::PathBuf;
 
 use hotspot_replay::Capture;
-use hotspot_replay::flat::flat;
-use hotspot_replay::profile::{Filter, fold as replay_fold};
-use hotspot_replay::tree::{CallTree, neighbours as replay_neighbours};
 use hotspot_replay::tui::model::{Data, Query, ensure_tree, fold, neighbours};
+
+mod oracle;
+use oracle::{CallTree, flat, neighbours as replay_neighbours};
 
 fn capture(name: &str) -> Capture {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -18,13 +18,7 @@ fn capture(name: &str) -> Capture {
 
 fn check(name: &str, no_kernel: bool) {
     let c = capture(name);
-    let reference = replay_fold(
-        &c,
-        &Filter {
-            no_kernel,
-            ..Filter::default()
-        },
-    );
+    let reference = oracle::fold(&c, no_kernel);
     let expected_flat = flat(&reference);
     let expected_tree = CallTree::build(&reference);
     let mut data = Data::new(c);
@@ -50,7 +44,7 @@ fn check(name: &str, no_kernel: bool) {
         stack.extend(m.children.iter().copied().zip(t.children.iter().copied()));
     }
     for row in f.flat.iter().take(8) {
-        let mine = neighbours(&f, &data, no_kernel, &row.key);
+        let mine = neighbours(&f, &data, &row.key);
         assert_eq!(
             mine,
             replay_neighbours(&reference, &row.key),
@@ -77,7 +71,7 @@ fn threads_matches_the_replay_model() {
 #[test]
 fn model_memory_follows_distinct_stacks_not_samples() {
     use hotspot_format::Sample;
-    use hotspot_replay::tui::buckets::MAX_BUCKETS;
+    use hotspot_replay::tui::model::buckets::MAX_BUCKETS;
     let cells = |n: u64| {
         let mut data = Data::default();
         let mut x = 0x2545_f491_4f6c_dd1du64;

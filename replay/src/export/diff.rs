@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::slice::Slice;
 use super::{DEFAULT_TOP, ExportError, ExportOptions, folded, pct};
-use crate::flat::{FunctionKey, flat};
+use crate::names::FunctionKey;
 use crate::sanitize::display;
 
 /// One function's samples in both captures.
@@ -49,17 +49,17 @@ fn share(n: u64, of: u64) -> f64 {
 /// Compares the functions of `base` and `new`.
 pub fn diff(base: &Slice, new: &Slice) -> Diff {
     let mut both: BTreeMap<FunctionKey, [u64; 4]> = BTreeMap::new();
-    for r in flat(&base.folded) {
+    for r in base.flat() {
         let e = both.entry(r.key).or_default();
         e[0] = r.self_samples;
         e[1] = r.total_samples;
     }
-    for r in flat(&new.folded) {
+    for r in new.flat() {
         let e = both.entry(r.key).or_default();
         e[2] = r.self_samples;
         e[3] = r.total_samples;
     }
-    let (nb, nn) = (base.folded.total, new.folded.total);
+    let (nb, nn) = (base.total, new.total);
     let mut changes: Vec<Change> = both
         .into_iter()
         .map(|(key, [bs, bt, ns, nt])| Change {

@@ -11,9 +11,10 @@ use serde::ser::{SerializeSeq, Serializer};
 use super::slice::Slice;
 use super::summary::{CaptureInfo, Session, capture_info_of, session_of};
 use super::{ExportError, ExportOptions, pct};
-use crate::flat::{FlatRow, flat};
+use crate::model::Profile;
+use crate::model::aggregate::FlatRow;
+use crate::model::aggregate::Tree as CallTree;
 use crate::sanitize::{Shown, display};
-use crate::tree::CallTree;
 
 /// The `schema` field.
 pub const SCHEMA: &str = "hotspot-report";
@@ -107,9 +108,8 @@ fn secs(ns_offset: f64) -> f64 {
 pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Result<(), ExportError> {
     let top = options.top;
     let scan = slice.scan;
-    let folded = &slice.folded;
-    let total = folded.total;
-    let rows = flat(folded);
+    let total = slice.total;
+    let rows = slice.flat();
     let clock = scan.clock;
     let offset = |ns: Option<u64>| ns.zip(clock).map(|(ns, c)| secs(c.offset_s(ns)));
     let functions = Functions {
@@ -131,8 +131,8 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
         })
         .collect();
     threads.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.tid.cmp(&b.tid)));
-    let call_tree = CallTree::build(folded);
-    let tree = Tree(&call_tree);
+    let call_tree = slice.tree();
+    let tree = Tree(&call_tree, &slice.profile);
     let report = Report {
         schema: SCHEMA,
         version: VERSION,
@@ -159,10 +159,10 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
             samples: total,
             capture_samples: scan.samples,
             lost: scan.capture.lost,
-            unknown_stack_samples: folded.unknown_stacks,
+            unknown_stack_samples: slice.unknown_stacks,
             duration_s: secs(slice.duration_s()),
             functions: rows.len(),
-            stacks: folded.stacks.len(),
+            stacks: slice.distinct_stacks(),
             threads: slice.thread_samples.len(),
         },
         functions,
@@ -205,11 +205,11 @@ impl Serialize for Functions<'_> {
 
 /// The call tree in pre-order (a parent before its children, hottest child first), so
 /// `id` is the position in the array and `parent` always points backwards.
-struct Tree<'a>(&'a CallTree);
+struct Tree<'a>(&'a CallTree, &'a Profile);
 
 impl Serialize for Tree<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let tree = self.0;
+        let (tree, profile) = (self.0, self.1);
         let mut seq = serializer.serialize_seq(Some(tree.nodes.len()))?;
         let mut id = 0;
         // Names recur on many nodes: each is sanitised once.
@@ -219,9 +219,13 @@ impl Serialize for Tree<'_> {
         let mut todo = vec![(0usize, None, 0usize)];
         while let Some((at, parent, depth)) = todo.pop() {
             let node = &tree.nodes[at];
-            let hottest = node.lines.first().map(|(l, _)| l);
-            let name = node.key.as_ref().map(|k| show(&k.function));
-            let module = node.key.as_ref().map(|k| show(&k.module));
+            let key = node.func.map(|f| &profile.keys()[f as usize]);
+            let hottest = node
+                .lines
+                .first()
+                .map(|&(l, _)| &profile.lines()[l as usize]);
+            let name = key.map(|k| show(&k.function));
+            let module = key.map(|k| show(&k.module));
             let file = hottest.map(|(f, _)| show(f));
             seq.serialize_element(&Node {
                 id,
@@ -229,7 +233,7 @@ impl Serialize for Tree<'_> {
                 depth,
                 name: name.as_deref(),
                 module: module.as_deref(),
-                kernel: node.key.as_ref().is_some_and(|k| k.kernel),
+                kernel: key.is_some_and(|k| k.kernel),
                 self_samples: node.self_samples,
                 total: node.total,
                 file: file.as_deref(),

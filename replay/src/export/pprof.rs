@@ -18,7 +18,7 @@ use hotspot_format::{FrameAddr, FrameId, ModuleId, ModuleKind};
 use super::ExportOptions;
 use super::error::ExportError;
 use super::slice::{LOST_STACK, NO_FRAMES, Slice};
-use crate::flat::FunctionKey;
+use crate::names::FunctionKey;
 use crate::names::{self, FrameName};
 use crate::sanitize::display;
 
@@ -171,7 +171,7 @@ impl Builder {
     }
 
     fn function(&mut self, f: &FrameName) -> u64 {
-        let key = crate::tree::key_of(f);
+        let key = f.key();
         if let Some(&id) = self.functions.get(&key) {
             return id;
         }

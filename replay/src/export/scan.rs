@@ -1,6 +1,6 @@
-//! One pass over a capture file for the headless outputs: definitions go into a
-//! [`Capture`] (whose `samples` stays empty), samples are tallied per (thread, stack) as
-//! they stream past, and every record's encoded size is measured for `info`.
+//! One pass over a capture file for the headless outputs: [`Capture::ingest`] puts the
+//! definitions into a [`Capture`] (whose `samples` stays empty) and the samples into a
+//! [`Tally`], and every record's encoded size is measured for `info`.
 //!
 //! Memory is proportional to the distinct stacks and threads, not to the samples (the
 //! file's compressed bytes are read whole, as [`Capture::open`] does). Only
@@ -10,12 +10,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use hotspot_format::codec::encode_record;
-use hotspot_format::{Block, Event, Reader, Record, StackId};
+use hotspot_format::{Block, Event, Reader};
 
 use super::error::ExportError;
-use super::time::{Clock, TimeSpec};
+use super::time::TimeSpec;
 use crate::capture::Capture;
 use crate::error::ReplayError;
+use crate::tally::Tally;
 
 /// What to keep while reading.
 #[derive(Debug, Clone, Copy, Default)]
@@ -58,34 +59,23 @@ pub struct Sizes {
     pub damaged: u64,
 }
 
-/// A capture read for reporting.
+/// A capture read for reporting: its definitions, its samples tallied, its sizes. The
+/// tally's fields read as the scan's own (`scan.samples`, `scan.tally`, `scan.clock`…).
 #[derive(Debug, Default)]
 pub struct Scan {
-    /// Every definition; `samples` is empty (see the tallies below).
+    /// Every definition; `samples` is empty (see [`Scan::counts`]).
     pub capture: Capture,
-    /// The clock `--from`/`--to` were placed on (`None` for a capture without samples
-    /// and without a session header).
-    pub clock: Option<Clock>,
-    /// The time window, inclusive monotonic ns, as resolved.
-    pub from_ns: Option<u64>,
-    pub to_ns: Option<u64>,
-    /// Every sample in the file.
-    pub samples: u64,
-    /// (first, last) sample time of the whole file.
-    pub span: Option<(u64, u64)>,
-    /// Samples per stack, whole file.
-    pub stack_samples: BTreeMap<StackId, u64>,
-    /// Samples per thread, whole file.
-    pub thread_samples: BTreeMap<u32, u64>,
-    /// Samples inside the window per (tid, stack).
-    pub tally: BTreeMap<(u32, StackId), u64>,
-    /// Samples inside the window.
-    pub window_samples: u64,
-    /// (first, last) sample time inside the window.
-    pub window_span: Option<(u64, u64)>,
-    /// With [`ScanOptions::keep_order`]: (time, tid, stack) of each sample in the window.
-    pub order: Option<Vec<(u64, u32, StackId)>>,
+    /// The samples, summed per (thread, stack), whole file and inside the window.
+    pub counts: Tally,
     pub sizes: Sizes,
+}
+
+impl std::ops::Deref for Scan {
+    type Target = Tally;
+
+    fn deref(&self) -> &Tally {
+        &self.counts
+    }
 }
 
 impl Scan {
@@ -152,13 +142,12 @@ impl Scan {
         capture.file_size = data.len() as u64;
         let mut scan = Scan {
             capture,
-            order: options.keep_order.then(Vec::new),
+            counts: Tally::new(options.from, options.to, options.keep_order),
             sizes: Sizes {
                 file: data.len() as u64,
                 file_header: reader.position(),
                 ..Sizes::default()
             },
-            ..Scan::default()
         };
         let total = data.len() as u64;
         let mut scratch = (Vec::new(), Vec::new());
@@ -177,19 +166,15 @@ impl Scan {
             }
             progress(end, total);
         }
-        if scan.clock.is_none() {
-            scan.set_clock(None, &options)?;
-        }
-        if (options.from.is_some() || options.to.is_some())
-            && scan.window_samples == 0
-            && scan.samples > 0
-        {
-            return Err(ExportError::EmptyRange(scan.empty_range_message(&options)));
+        scan.counts.finish(&scan.capture)?;
+        if scan.counts.windowed() && scan.window_samples == 0 && scan.samples > 0 {
+            return Err(ExportError::EmptyRange(scan.counts.empty_range_message()));
         }
         Ok(scan)
     }
 
-    /// Takes one block apart: samples into the tallies, everything else into the capture.
+    /// Measures one block's records, then hands it to the capture: definitions into its
+    /// tables, samples into the tally.
     fn block(
         &mut self,
         block: Block,
@@ -198,129 +183,24 @@ impl Scan {
         scratch: &mut (Vec<u8>, Vec<u8>),
     ) -> Result<(), ExportError> {
         let mut raw: BTreeMap<u32, u64> = BTreeMap::new();
-        let mut definitions = Vec::with_capacity(block.records.len());
-        let mut batches = Vec::new();
-        for record in block.records {
+        for record in &block.records {
             scratch.0.clear();
             // Encoding what was just decoded cannot fail; a failure only loses the figure.
             if options.measure_sizes
-                && encode_record(&record, &mut scratch.0, &mut scratch.1).is_ok()
+                && encode_record(record, &mut scratch.0, &mut scratch.1).is_ok()
             {
                 *raw.entry(record.kind()).or_default() += scratch.0.len() as u64;
             }
             self.sizes.kinds.entry(record.kind()).or_default().records += 1;
-            match record {
-                Record::Samples(batch) => batches.push(batch),
-                other => definitions.push(other),
-            }
         }
         if options.measure_sizes {
             self.apportion(&raw, end.saturating_sub(block.offset));
         }
-        // Definitions first: the session header that places the time window may share
-        // its block with the first samples.
-        self.capture.apply(Event::Block(Block {
-            records: definitions,
-            ..block
-        }));
-        for batch in batches {
-            *self
-                .capture
-                .record_counts
-                .entry(hotspot_format::kind::SAMPLES)
-                .or_default() += 1;
-            for s in batch.samples {
-                if self.clock.is_none() {
-                    self.set_clock(Some(s.time_ns), options)?;
-                }
-                self.sample(s.time_ns, s.tid, s.stack);
-            }
+        self.capture.ingest(Event::Block(block), &mut self.counts);
+        match self.counts.take_error() {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        Ok(())
-    }
-
-    fn sample(&mut self, time: u64, tid: u32, stack: StackId) {
-        self.samples += 1;
-        self.span = Some(widen(self.span, time));
-        *self.stack_samples.entry(stack).or_default() += 1;
-        *self.thread_samples.entry(tid).or_default() += 1;
-        if self.from_ns.is_some_and(|f| time < f) || self.to_ns.is_some_and(|t| time > t) {
-            return;
-        }
-        self.window_samples += 1;
-        self.window_span = Some(widen(self.window_span, time));
-        *self.tally.entry((tid, stack)).or_default() += 1;
-        if let Some(order) = &mut self.order {
-            order.push((time, tid, stack));
-        }
-    }
-
-    /// Places the window once the clock is known: at the first sample (the session header
-    /// comes before any), or at the end for a capture without samples.
-    fn set_clock(
-        &mut self,
-        first_sample: Option<u64>,
-        options: &ScanOptions,
-    ) -> Result<(), ExportError> {
-        let clock = match (&self.capture.session, first_sample) {
-            (Some(s), _) => Some(Clock {
-                start_mono_ns: s.start_mono_ns,
-                start_wall_ns: Some(s.start_wall_ns),
-            }),
-            (None, Some(t)) => Some(Clock {
-                start_mono_ns: t,
-                start_wall_ns: None,
-            }),
-            (None, None) => None,
-        };
-        let Some(clock) = clock else {
-            return Ok(());
-        };
-        self.clock = Some(clock);
-        self.from_ns = options.from.map(|f| f.resolve(&clock)).transpose()?;
-        self.to_ns = options.to.map(|t| t.resolve(&clock)).transpose()?;
-        if let (Some(f), Some(t)) = (self.from_ns, self.to_ns)
-            && f >= t
-        {
-            let at = |spec: Option<TimeSpec>, ns: u64| match spec {
-                Some(s @ TimeSpec::Offset(_)) => s.to_string(),
-                Some(s) => format!("{s} ({:.3} s)", clock.offset_s(ns)),
-                None => String::new(),
-            };
-            return Err(ExportError::EmptyRange(format!(
-                "--from {} is not before --to {}",
-                at(options.from, f),
-                at(options.to, t),
-            )));
-        }
-        Ok(())
-    }
-
-    fn empty_range_message(&self, options: &ScanOptions) -> String {
-        let clock = self.clock.unwrap_or(Clock {
-            start_mono_ns: 0,
-            start_wall_ns: None,
-        });
-        let bound = |spec: Option<TimeSpec>, ns: Option<u64>| match (spec, ns) {
-            (Some(s @ TimeSpec::Offset(_)), _) => s.to_string(),
-            (Some(s), Some(ns)) => format!("{s} ({:.3} s)", clock.offset_s(ns)),
-            _ => String::new(),
-        };
-        let (from, to) = (
-            bound(options.from, self.from_ns),
-            bound(options.to, self.to_ns),
-        );
-        let range = match (options.from.is_some(), options.to.is_some()) {
-            (true, true) => format!("between {from} and {to}"),
-            (true, false) => format!("after {from}"),
-            _ => format!("before {to}"),
-        };
-        let (a, b) = self.span.unwrap_or_default();
-        format!(
-            "no samples {range}; the capture's samples run from {:.3} s to {:.3} s",
-            clock.offset_s(a),
-            clock.offset_s(b),
-        )
     }
 
     /// Splits a block's bytes on disk among its record kinds by their raw sizes; the
@@ -352,8 +232,4 @@ impl Scan {
     pub fn start_ns(&self) -> u64 {
         self.clock.map_or(0, |c| c.start_mono_ns)
     }
-}
-
-fn widen(span: Option<(u64, u64)>, t: u64) -> (u64, u64) {
-    span.map_or((t, t), |(a, b)| (a.min(t), b.max(t)))
 }

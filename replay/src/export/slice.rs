@@ -1,7 +1,8 @@
-//! The part of a scanned capture that a [`Selection`] keeps, folded into stacks of names:
-//! what every output format is written from, so they all agree.
+//! The part of a scanned capture that a [`Selection`] keeps, its stacks interned into the
+//! profile model ([`crate::model`]) with their selected weights: what every output format
+//! is written from, so they all agree.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Write;
 
 use hotspot_format::StackId;
@@ -9,8 +10,9 @@ use hotspot_format::StackId;
 use super::error::ExportError;
 use super::scan::Scan;
 use super::selection::Selection;
+use crate::model::aggregate::{self, FlatRow, Selected, Tree};
+use crate::model::{Interned, Profile};
 use crate::names::FrameName;
-use crate::profile::{Filter, Folded, StackNames};
 use crate::sanitize::display;
 
 /// Frame shown for samples whose stack has no frame left (for instance only kernel
@@ -19,6 +21,18 @@ pub const NO_FRAMES: &str = "[no frames]";
 /// Frame shown for samples whose stack the capture does not define (a damaged block).
 pub const LOST_STACK: &str = "[stack lost to damage]";
 
+/// Which samples count.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Monotonic ns bounds, inclusive.
+    pub from_ns: Option<u64>,
+    pub to_ns: Option<u64>,
+    pub tids: Option<HashSet<u32>>,
+    pub pids: Option<HashSet<u32>>,
+    /// Drop kernel frames (a sample taken in the kernel counts for its user caller).
+    pub no_kernel: bool,
+}
+
 /// A selection applied to a scan.
 #[derive(Debug)]
 pub struct Slice<'a> {
@@ -26,7 +40,14 @@ pub struct Slice<'a> {
     pub selection: Selection,
     /// The selection resolved against the capture (thread names turned into tids).
     pub filter: Filter,
-    pub folded: Folded,
+    /// The selected stacks, interned.
+    pub profile: Profile,
+    /// The selected weight per interned stack.
+    pub selected: Selected,
+    /// Weight selected, stacks lost to damage included.
+    pub total: u64,
+    /// Weight of samples whose stack the capture does not define (a lost block).
+    pub unknown_stacks: u64,
     /// Selected samples per thread.
     pub thread_samples: BTreeMap<u32, u64>,
 }
@@ -99,7 +120,10 @@ impl<'a> Slice<'a> {
             scan,
             selection: selection.clone(),
             filter,
-            folded: Folded::default(),
+            profile: Profile::default(),
+            selected: Selected::default(),
+            total: 0,
+            unknown_stacks: 0,
             thread_samples: BTreeMap::new(),
         };
         slice.fold();
@@ -131,52 +155,67 @@ impl<'a> Slice<'a> {
             .map(|(&(tid, stack), &n)| (tid, stack, n))
     }
 
-    /// The same folding as [`crate::profile::fold`], from the tallies.
+    /// Interns every selected stack and sums its weight, from the tallies.
     fn fold(&mut self) {
-        let mut per_stack: HashMap<StackId, u64> = HashMap::new();
+        let mut per_stack: BTreeMap<StackId, u64> = BTreeMap::new();
         let mut threads: BTreeMap<u32, u64> = BTreeMap::new();
         for (tid, stack, n) in self.tally() {
             *per_stack.entry(stack).or_default() += n;
             *threads.entry(tid).or_default() += n;
         }
-        let mut names = StackNames::default();
-        let mut out = Folded::default();
+        let capture = &self.scan.capture;
         for (id, n) in per_stack {
-            out.total += n;
-            match self.names(&mut names, id) {
-                Some(key) => *out.stacks.entry(key).or_default() += n,
-                None => out.unknown_stacks += n,
+            self.total += n;
+            match self.profile.stack_of(capture, id, self.filter.no_kernel) {
+                Some(s) => self.selected.add(s, n),
+                None => self.unknown_stacks += n,
             }
         }
-        self.folded = out;
         self.thread_samples = threads;
     }
 
-    /// The logical frames of a stack, root first, with kernel frames dropped under
-    /// `--no-kernel`; `None` when the capture does not define the stack.
-    pub fn names(&self, cache: &mut StackNames, id: StackId) -> Option<Vec<FrameName>> {
-        let frames = cache.get(&self.scan.capture, id)?;
-        Some(if self.filter.no_kernel {
-            frames.iter().filter(|f| !f.kernel).cloned().collect()
-        } else {
-            frames.clone()
-        })
+    /// The flat profile of the selection.
+    pub fn flat(&self) -> Vec<FlatRow> {
+        aggregate::flat(&self.profile, &self.selected)
     }
 
-    /// The folded stacks with every selected sample placed: an empty stack becomes
-    /// [`NO_FRAMES`] and an undefined one [`LOST_STACK`], so totals match the report.
+    /// The call tree of the selection.
+    pub fn tree(&self) -> Tree {
+        aggregate::tree(&self.profile, &self.selected)
+    }
+
+    /// Distinct stacks of names selected (an empty one included).
+    pub fn distinct_stacks(&self) -> usize {
+        self.selected.sampled.len() + usize::from(self.selected.empty > 0)
+    }
+
+    /// The logical frames of a selected stack, root first, with kernel frames dropped
+    /// under `--no-kernel`; `None` when the capture does not define the stack.
+    pub fn names(&self, id: StackId) -> Option<Vec<FrameName>> {
+        let s = self.profile.interned(id)?[usize::from(self.filter.no_kernel)];
+        Some(self.frame_names(s))
+    }
+
+    fn frame_names(&self, s: Interned) -> Vec<FrameName> {
+        let mut frames = Vec::new();
+        self.profile.path(s, &mut frames);
+        frames.iter().map(|&f| self.profile.frame_name(f)).collect()
+    }
+
+    /// The selected stacks by their names with every selected sample placed: an empty
+    /// stack becomes [`NO_FRAMES`] and an undefined one [`LOST_STACK`], so totals match
+    /// the report.
     pub fn stacks(&self) -> BTreeMap<Vec<FrameName>, u64> {
         let mut out = BTreeMap::new();
-        for (stack, &n) in &self.folded.stacks {
-            let key = if stack.is_empty() {
-                vec![placeholder(NO_FRAMES)]
-            } else {
-                stack.clone()
-            };
-            *out.entry(key).or_default() += n;
+        for &s in &self.selected.sampled {
+            let n = self.selected.leaf[s as usize];
+            *out.entry(self.frame_names(Interned::Stack(s))).or_default() += n;
         }
-        if self.folded.unknown_stacks > 0 {
-            *out.entry(vec![placeholder(LOST_STACK)]).or_default() += self.folded.unknown_stacks;
+        if self.selected.empty > 0 {
+            *out.entry(vec![placeholder(NO_FRAMES)]).or_default() += self.selected.empty;
+        }
+        if self.unknown_stacks > 0 {
+            *out.entry(vec![placeholder(LOST_STACK)]).or_default() += self.unknown_stacks;
         }
         out
     }

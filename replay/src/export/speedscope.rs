@@ -14,9 +14,8 @@ use serde::Serialize;
 
 use super::slice::{LOST_STACK, NO_FRAMES, Slice, placeholder};
 use super::{ExportError, ExportOptions};
-use crate::flat::FunctionKey;
 use crate::names::FrameName;
-use crate::profile::StackNames;
+use crate::names::FunctionKey;
 use crate::sanitize::display;
 
 /// The `$schema` value speedscope checks.
@@ -86,7 +85,7 @@ struct Frames {
 
 impl Frames {
     fn get(&mut self, f: &FrameName) -> usize {
-        let key = crate::tree::key_of(f);
+        let key = f.key();
         if let Some(&i) = self.index.get(&key) {
             return i;
         }
@@ -128,7 +127,6 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
         }
     }
     let mut frames = Frames::default();
-    let mut cache = StackNames::default();
     let mut stacks: HashMap<StackId, Vec<usize>> = HashMap::new();
     // (name, stack ids, weights, end value) per thread.
     let mut runs = Vec::new();
@@ -145,7 +143,7 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
                 continue;
             }
             stacks.entry(stack).or_insert_with(|| {
-                let names = match slice.names(&mut cache, stack) {
+                let names = match slice.names(stack) {
                     Some(n) if n.is_empty() => vec![placeholder(NO_FRAMES)],
                     Some(n) => n,
                     None => vec![placeholder(LOST_STACK)],

@@ -62,11 +62,7 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
     }
     let mut options = flamegraph::Options::default();
     options.title = format!("hotspot: {}", slice.file_name());
-    let mut subtitle = format!(
-        "{} samples over {:.3} s",
-        slice.folded.total,
-        slice.duration_s()
-    );
+    let mut subtitle = format!("{} samples over {:.3} s", slice.total, slice.duration_s());
     if !slice.selection.is_everything() {
         subtitle.push_str("; ");
         subtitle.push_str(&slice.selection.describe());

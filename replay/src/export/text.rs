@@ -6,7 +6,6 @@ use std::io::Write;
 
 use super::slice::Slice;
 use super::{DEFAULT_TOP, ExportError, ExportOptions};
-use crate::flat::flat;
 use crate::names::short_module;
 use crate::sanitize::display;
 
@@ -23,12 +22,11 @@ pub fn write(
 
 fn table(slice: &Slice, top: usize) -> String {
     let scan = slice.scan;
-    let folded = &slice.folded;
-    let rows = flat(folded);
-    let total = folded.total.max(1) as f64;
+    let rows = slice.flat();
+    let total = slice.total.max(1) as f64;
     let mut o = String::new();
-    let _ = write!(o, "{}: {} samples", slice.file_name(), folded.total);
-    if folded.total != scan.samples {
+    let _ = write!(o, "{}: {} samples", slice.file_name(), slice.total);
+    if slice.total != scan.samples {
         let _ = write!(o, " of {}", scan.samples);
     }
     let _ = write!(o, " over {:.3} s", slice.duration_s());
@@ -38,8 +36,8 @@ fn table(slice: &Slice, top: usize) -> String {
     if scan.capture.lost > 0 {
         let _ = write!(o, ", {} lost", scan.capture.lost);
     }
-    if folded.unknown_stacks > 0 {
-        let _ = write!(o, ", {} with stacks lost to damage", folded.unknown_stacks);
+    if slice.unknown_stacks > 0 {
+        let _ = write!(o, ", {} with stacks lost to damage", slice.unknown_stacks);
     }
     o.push('\n');
     if !slice.selection.is_everything() {

@@ -23,27 +23,8 @@ pub enum TimeSpec {
     TimeOfDay(u64),
 }
 
-/// How a capture's monotonic clock relates to the calendar.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Clock {
-    /// Monotonic ns of "the start": the session's start, else the first sample.
-    pub start_mono_ns: u64,
-    /// Unix ns at the same instant, when the session header says.
-    pub start_wall_ns: Option<u64>,
-}
-
-impl Clock {
-    /// Seconds from the start to a monotonic time (negative before it).
-    pub fn offset_s(&self, mono_ns: u64) -> f64 {
-        (i128::from(mono_ns) - i128::from(self.start_mono_ns)) as f64 / 1e9
-    }
-
-    /// Unix ns of a monotonic time.
-    pub fn wall_ns(&self, mono_ns: u64) -> Option<i128> {
-        self.start_wall_ns
-            .map(|w| i128::from(w) + i128::from(mono_ns) - i128::from(self.start_mono_ns))
-    }
-}
+/// The capture's clock lives with the rule for time 0 ([`crate::clock`]).
+pub use crate::clock::Clock;
 
 impl TimeSpec {
     /// The monotonic ns this names in a capture with `clock` (clamped to the clock's range).

@@ -18,16 +18,16 @@ use ratatui::style::Modifier;
 
 use crate::error::ReplayError;
 
-use super::chrome::NOTICE_FOR;
-use super::hyperlink;
 use super::input::{Action, handle, handle_mouse};
-use super::link::{Osc8, osc52};
+use super::links::hyperlink;
+use super::links::link::{Osc8, osc52};
 use super::model::Data;
-use super::picker::{self, PickAction, Picker, ProcRow};
 use super::render::draw;
 use super::state::{Options, State};
 use super::tail::Tail;
 use super::terminal::Term;
+use super::views::chrome::NOTICE_FOR;
+use super::views::picker::{self, PickAction, Picker, ProcRow};
 
 /// How often a growing capture is polled.
 const POLL_EVERY: Duration = Duration::from_millis(200);

@@ -5,13 +5,13 @@ use std::time::Instant;
 
 use ratatui::crossterm::event::{KeyEvent, MouseButton, MouseEvent, MouseEventKind};
 
-use crate::flat::FunctionKey;
+use crate::names::FunctionKey;
 
-use super::chrome::{scopes, tabs};
 use super::keymap::{Cmd, Key, Scope, lookup};
 use super::layout::contains;
 use super::state::{Frozen, ListPos, Sort, State, View};
-use super::{callers, flame};
+use super::views::chrome::{scopes, tabs};
+use super::views::{callers, flame};
 
 /// What the event loop should do after an event.
 #[derive(Debug, Clone, PartialEq, Eq)]

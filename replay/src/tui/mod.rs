@@ -6,29 +6,24 @@
 //! pure functions of (state, event, now); [`render`] draws it read-only. The folds are
 //! cached in the state under the inputs they came from ([`model`]).
 
-pub mod app;
-pub mod buckets;
-pub mod callers;
-pub mod chrome;
-pub mod draw;
-pub mod flame;
-pub mod flat;
-pub mod hyperlink;
+pub(crate) mod app;
+
 pub mod input;
 pub mod keymap;
-pub mod layout;
-pub mod link;
+pub(crate) mod layout;
+pub mod links;
 pub mod model;
 pub mod palette;
-pub mod picker;
 pub mod render;
 pub mod state;
-pub mod stream;
 pub mod tail;
-pub mod terminal;
-pub mod threads;
-pub mod timeline;
+pub(crate) mod terminal;
+pub mod views;
 
 pub use app::{TuiError, pick, view};
 pub use state::{Mode, Options, State, View};
 pub use terminal::Term;
+
+// The paths the binary and the tests name them by.
+pub use links::link;
+pub use views::picker;

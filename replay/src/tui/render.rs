@@ -6,7 +6,7 @@ use std::time::Instant;
 use ratatui::buffer::Buffer;
 
 use super::state::{State, View};
-use super::{callers, chrome, flame, flat, stream, threads, timeline};
+use super::views::{callers, chrome, flame, flat, stream, threads, timeline};
 
 /// Draws every part of the screen into `buf` (whose area is the terminal).
 pub fn draw(state: &State, buf: &mut Buffer, now: Instant) {

@@ -6,11 +6,12 @@ use std::time::Instant;
 
 use ratatui::layout::Rect;
 
-use crate::flat::{FlatRow, FunctionKey};
-use crate::tree::Neighbours;
+use crate::model::aggregate::FlatRow;
+use crate::model::aggregate::Neighbours;
+use crate::names::FunctionKey;
 
 use super::layout::Regions;
-use super::link::LinkBase;
+use super::links::link::LinkBase;
 use super::model::{
     Data, Fold, Query, Stream, Timeline, ensure_tree, fold, neighbours, stream, timeline,
 };
@@ -234,6 +235,14 @@ impl State {
         })
     }
 
+    /// An instant as the views label it: seconds on the capture's clock (time 0 is the
+    /// session start, as for `--from`/`--to`; see [`crate::clock`]), with the precision
+    /// that suits `span_ns`.
+    pub fn label_at(&self, t: u64, span_ns: u64) -> String {
+        let origin = self.data.clock().map_or(t, |c| c.start_mono_ns);
+        super::views::draw::at(i128::from(t) - i128::from(origin), span_ns)
+    }
+
     /// The selected time range (follow and freeze applied).
     pub fn selected(&self) -> Option<(u64, u64)> {
         let (a, b) = self.span()?;
@@ -331,7 +340,7 @@ impl State {
                     .cache
                     .fold
                     .as_ref()
-                    .map(|f| neighbours(f, &self.data, self.no_kernel, &target))
+                    .map(|f| neighbours(f, &self.data, &target))
                     .unwrap_or_default();
                 self.cache.neighbours_key = Some(nk);
             }

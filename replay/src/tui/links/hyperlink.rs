@@ -3,13 +3,13 @@
 //! come from the views' own layout constants, and a test checks each span's text against
 //! the drawn buffer, so a layout change cannot silently misplace a link.
 
-use super::State;
-use super::callers::{self, Line};
-use super::flame;
-use super::flat::NAME_X;
-use super::state::View;
-use crate::flat::FunctionKey;
+use crate::names::FunctionKey;
 use crate::sanitize::display;
+use crate::tui::State;
+use crate::tui::state::View;
+use crate::tui::views::callers::{self, Line};
+use crate::tui::views::flame;
+use crate::tui::views::flat::NAME_X;
 
 /// Text drawn at (x, y) that links to `url`.
 #[derive(Debug, Clone, PartialEq, Eq)]

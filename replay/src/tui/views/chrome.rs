@@ -11,9 +11,9 @@ use ratatui::widgets::{Block, Borders, Clear, Widget};
 use crate::info::utc;
 use crate::sanitize::display;
 
-use super::draw::{put, secs, thousands};
-use super::keymap::{self, Scope};
-use super::state::{Mode, Sort, State, View};
+use crate::tui::keymap::{self, Scope};
+use crate::tui::state::{Mode, Sort, State, View};
+use crate::tui::views::draw::{put, secs, thousands};
 
 /// How long a notice stays up.
 pub const NOTICE_FOR: Duration = Duration::from_secs(4);
@@ -196,8 +196,8 @@ pub fn header(state: &State, area: Rect, buf: &mut Buffer, now: Instant) {
     };
     let mut info = format!(
         "  selection {} – {} of {} · threads {included}/{} · kernel {} · sort {sort}",
-        secs(from.saturating_sub(a), span),
-        secs(to.saturating_sub(a), span),
+        state.label_at(from, span),
+        state.label_at(to, span),
         secs(span, span),
         state.data.threads.len(),
         if state.no_kernel { "hidden" } else { "shown" },

@@ -7,8 +7,8 @@ use ratatui::style::Style;
 
 use crate::sanitize::display;
 
-use super::draw::{bar, pct, put, thousands};
-use super::state::State;
+use crate::tui::state::State;
+use crate::tui::views::draw::{bar, pct, put, thousands};
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let pal = state.opts.palette;

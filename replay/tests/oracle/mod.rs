@@ -1,12 +1,146 @@
-//! The call tree (root first, frames merged by function): what flame graphs, the
-//! callers/callees view and the JSON report's tree are drawn from.
+//! The naive string-keyed fold, the oracle the interned model (`hotspot_replay::model`)
+//! is checked against: every stack expanded into names, stacks keyed by those names in
+//! a `BTreeMap`, flat rows and the call tree built from the keys with plain maps. It was
+//! the reports' engine before they read the model.
 
-use std::collections::HashMap;
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::flat::FunctionKey;
-use crate::names::FrameName;
-use crate::profile::Folded;
+use hotspot_format::StackId;
+use hotspot_replay::Capture;
+use hotspot_replay::model::aggregate::{FlatRow, Neighbours};
+use hotspot_replay::names::{self, FrameName, FunctionKey};
+
+/// Samples per distinct stack of names (root first).
+#[derive(Debug, Default)]
+pub struct Folded {
+    pub stacks: BTreeMap<Vec<FrameName>, u64>,
+    pub total: u64,
+    /// Samples whose stack id the capture does not define (a lost block).
+    pub unknown_stacks: u64,
+}
+
+/// Expands each stack id once.
+#[derive(Debug, Default)]
+pub struct StackNames {
+    cache: HashMap<StackId, Option<Vec<FrameName>>>,
+}
+
+impl StackNames {
+    /// Logical frames of a stack, root first; `None` if the capture does not define it.
+    pub fn get(&mut self, capture: &Capture, id: StackId) -> Option<&Vec<FrameName>> {
+        self.cache
+            .entry(id)
+            .or_insert_with(|| {
+                let frames = capture.stacks.get(&id)?;
+                let mut out = Vec::with_capacity(frames.len());
+                for &f in frames {
+                    if out.len() >= names::MAX_LOGICAL_FRAMES {
+                        break;
+                    }
+                    names::expand(capture, f, &mut out);
+                }
+                // Leaf first so far: what is cut is nearest the root.
+                out.truncate(names::MAX_LOGICAL_FRAMES);
+                out.reverse();
+                Some(out)
+            })
+            .as_ref()
+    }
+}
+
+/// Every sample of `c`, folded by names (kernel frames dropped if asked).
+pub fn fold(capture: &Capture, no_kernel: bool) -> Folded {
+    let mut per_stack: HashMap<StackId, u64> = HashMap::new();
+    for s in &capture.samples {
+        *per_stack.entry(s.stack).or_default() += 1;
+    }
+    let mut names = StackNames::default();
+    let mut out = Folded::default();
+    for (id, n) in per_stack {
+        out.total += n;
+        let Some(frames) = names.get(capture, id) else {
+            out.unknown_stacks += n;
+            continue;
+        };
+        let key: Vec<FrameName> = if no_kernel {
+            frames.iter().filter(|f| !f.kernel).cloned().collect()
+        } else {
+            frames.clone()
+        };
+        *out.stacks.entry(key).or_default() += n;
+    }
+    out
+}
+
+/// Per source line of a function: (self, total) samples.
+type LineCounts = BTreeMap<(Arc<str>, u32), (u64, u64)>;
+
+/// Rows sorted by self samples, then total, then name (deterministic).
+pub fn flat(folded: &Folded) -> Vec<FlatRow> {
+    let mut rows: HashMap<FunctionKey, FlatRow> = HashMap::new();
+    let mut lines: HashMap<FunctionKey, LineCounts> = HashMap::new();
+    for (stack, &n) in &folded.stacks {
+        let mut seen: HashSet<&FunctionKey> = HashSet::new();
+        let keys: Vec<FunctionKey> = stack
+            .iter()
+            .map(|f| FunctionKey {
+                function: f.function.clone(),
+                module: f.module.clone(),
+                kernel: f.kernel,
+            })
+            .collect();
+        for (i, (k, f)) in keys.iter().zip(stack).enumerate() {
+            let leaf = i + 1 == stack.len();
+            let row = rows.entry(k.clone()).or_insert_with(|| FlatRow {
+                key: k.clone(),
+                self_samples: 0,
+                total_samples: 0,
+                hottest: None,
+            });
+            // Recursion must not count a sample twice in the total.
+            if seen.insert(k) {
+                row.total_samples += n;
+            }
+            if leaf {
+                row.self_samples += n;
+            }
+            if let Some(file) = &f.file {
+                let e = lines
+                    .entry(k.clone())
+                    .or_default()
+                    .entry((file.clone(), f.line))
+                    .or_default();
+                if leaf {
+                    e.0 += n;
+                }
+                e.1 += n;
+            }
+        }
+    }
+    let mut out: Vec<FlatRow> = rows
+        .into_values()
+        .map(|mut r| {
+            r.hottest = lines
+                .get(&r.key)
+                .and_then(|m| {
+                    m.iter()
+                        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+                })
+                .map(|(k, _)| k.clone());
+            r
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.self_samples
+            .cmp(&a.self_samples)
+            .then(b.total_samples.cmp(&a.total_samples))
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    out
+}
 
 /// Index of a node in [`CallTree::nodes`]; 0 is the root.
 pub type NodeId = usize;
@@ -139,23 +273,7 @@ impl CallTree {
 
 /// The function identity a frame is merged under.
 pub fn key_of(f: &FrameName) -> FunctionKey {
-    FunctionKey {
-        function: f.function.clone(),
-        module: f.module.clone(),
-        kernel: f.kernel,
-    }
-}
-
-/// Callers and callees of one function, across every place it appears.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Neighbours {
-    /// Samples in which the function is on the stack (recursion counted once).
-    pub total: u64,
-    pub self_samples: u64,
-    /// (caller, samples through that caller), hottest first.
-    pub callers: Vec<(FunctionKey, u64)>,
-    /// (callee, samples through that callee), hottest first.
-    pub callees: Vec<(FunctionKey, u64)>,
+    f.key()
 }
 
 /// Who calls `target` and what it calls, with the samples that flow through each edge.
@@ -198,75 +316,4 @@ pub fn neighbours(folded: &Folded, target: &FunctionKey) -> Neighbours {
     out.callers = sorted(callers);
     out.callees = sorted(callees);
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn frame(name: &str) -> FrameName {
-        FrameName {
-            function: name.into(),
-            module: "m".into(),
-            file: Some("a.c".into()),
-            line: 1,
-            kernel: false,
-        }
-    }
-
-    fn folded(stacks: &[(&[&str], u64)]) -> Folded {
-        let mut f = Folded::default();
-        for (s, n) in stacks {
-            f.stacks.insert(s.iter().map(|x| frame(x)).collect(), *n);
-            f.total += n;
-        }
-        f
-    }
-
-    #[test]
-    fn tree_merges_by_function_and_orders_hottest_first() {
-        let f = folded(&[
-            (&["main", "a", "leaf"], 3),
-            (&["main", "b", "leaf"], 5),
-            (&["main", "a"], 1),
-        ]);
-        let t = CallTree::build(&f);
-        assert_eq!(t.root().total, 9);
-        let main = t.root().children[0];
-        assert_eq!(t.nodes[main].total, 9);
-        let kids: Vec<_> = t.nodes[main]
-            .children
-            .iter()
-            .map(|&c| {
-                (
-                    t.nodes[c].key.clone().map(|k| k.function),
-                    t.nodes[c].total,
-                    t.nodes[c].self_samples,
-                )
-            })
-            .collect();
-        assert_eq!(
-            kids,
-            vec![(Some("b".into()), 5, 0), (Some("a".into()), 4, 1)]
-        );
-        let leaf = t.nodes[t.nodes[main].children[0]].children[0];
-        assert_eq!(t.depth(leaf), 3);
-        assert_eq!(t.path(leaf).len(), 3);
-    }
-
-    #[test]
-    fn neighbours_count_recursion_once() {
-        let f = folded(&[
-            (&["main", "r", "r", "r", "leaf"], 4),
-            (&["main", "x", "r"], 2),
-        ]);
-        let k = key_of(&frame("r"));
-        let n = neighbours(&f, &k);
-        assert_eq!(n.total, 6);
-        assert_eq!(n.self_samples, 2);
-        let callers: Vec<_> = n.callers.iter().map(|(k, c)| (&*k.function, *c)).collect();
-        assert_eq!(callers, vec![("main", 4), ("x", 2)]);
-        let callees: Vec<_> = n.callees.iter().map(|(k, c)| (&*k.function, *c)).collect();
-        assert_eq!(callees, vec![("leaf", 4)]);
-    }
 }

@@ -11,7 +11,7 @@
 //! whichever is more). A capture whose buckets each hold many different stacks gets
 //! wider buckets: coarser selection edges rather than memory that grows with samples.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 /// Most buckets kept; when the span outgrows them the width doubles. 4096 buckets put
 /// the selection's edges within 1/4096 of the capture, finer than any terminal column.
@@ -23,7 +23,7 @@ pub const CELLS_PER_PAIR: usize = 32;
 /// Cells always allowed (8 MiB): small captures keep their full resolution.
 pub const FLOOR_CELLS: usize = 1 << 19;
 
-/// Samples of one thread with one stack in one bucket.
+/// Samples of one thread with one stack in one bucket: their summed weight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cell {
     pub thread: u32,
@@ -49,26 +49,32 @@ pub struct Buckets {
     /// Cells in all buckets.
     ncells: usize,
     /// Distinct (thread, stack) pairs seen: what the cell budget scales with.
-    pairs: HashSet<u64, std::hash::BuildHasherDefault<super::model::FxHasher>>,
+    pairs: FxHashSet<u64>,
     /// Cells of each bucket, sorted by (thread, stack).
     buckets: Vec<Vec<Cell>>,
     samples: u64,
     /// Exact first and last sample times.
     span: Option<(u64, u64)>,
     /// Reused by [`Buckets::extend`].
-    scratch: Vec<(u64, u64)>,
+    scratch: Vec<(u64, u64, u64)>,
 }
 
 impl Buckets {
-    /// Adds samples given as (time, thread, stack).
+    /// Adds samples given as (time, thread, stack), each weighing 1.
     pub fn extend(&mut self, samples: impl IntoIterator<Item = (u64, u32, u32)>) {
+        self.extend_weighted(samples.into_iter().map(|(t, th, st)| (t, th, st, 1)));
+    }
+
+    /// Adds samples given as (time, thread, stack, weight): a cell sums its samples'
+    /// weights.
+    pub fn extend_weighted(&mut self, samples: impl IntoIterator<Item = (u64, u32, u32, u64)>) {
         let mut batch = std::mem::take(&mut self.scratch);
         batch.clear();
         let (mut lo, mut hi) = (u64::MAX, 0u64);
-        for (time, thread, stack) in samples {
+        for (time, thread, stack, weight) in samples {
             lo = lo.min(time);
             hi = hi.max(time);
-            batch.push((time, (u64::from(thread) << 32) | u64::from(stack)));
+            batch.push((time, (u64::from(thread) << 32) | u64::from(stack), weight));
         }
         if batch.is_empty() {
             self.scratch = batch;
@@ -94,25 +100,25 @@ impl Buckets {
         if changes.saturating_mul(64) > batch.len() {
             batch.sort_unstable();
         }
-        let mut keys: Vec<u64> = Vec::new();
+        let mut keys: Vec<(u64, u64)> = Vec::new();
         let mut run: Vec<Cell> = Vec::new();
         let mut i = 0;
         while i < batch.len() {
             let bucket = batch[i].0;
             keys.clear();
             while i < batch.len() && batch[i].0 == bucket {
-                keys.push(batch[i].1);
+                keys.push((batch[i].1, batch[i].2));
                 i += 1;
             }
             keys.sort_unstable();
             run.clear();
-            for &key in &keys {
+            for &(key, weight) in &keys {
                 match run.last_mut() {
-                    Some(c) if c.key() == key => c.count += 1,
+                    Some(c) if c.key() == key => c.count += weight,
                     _ => run.push(Cell {
                         thread: (key >> 32) as u32,
                         stack: key as u32,
-                        count: 1,
+                        count: weight,
                     }),
                 }
             }
@@ -249,7 +255,7 @@ impl Buckets {
         self.overlapping(from, to).len()
     }
 
-    /// Samples in the buckets overlapping `from..=to`.
+    /// Summed weights in the buckets overlapping `from..=to`.
     pub fn count(&self, from: u64, to: u64) -> u64 {
         self.range(from, to)
             .flat_map(|(_, cells)| cells)

@@ -55,6 +55,21 @@ pub fn secs(ns: u64, span_ns: u64) -> String {
     }
 }
 
+/// An instant as seconds from time 0 (negative before it), with [`secs`]'s precision; an
+/// instant that rounds to zero has no sign (a session header written a few ms after the
+/// first sample must not print `-0.00s`).
+pub fn at(offset_ns: i128, span_ns: u64) -> String {
+    let text = secs(
+        u64::try_from(offset_ns.unsigned_abs()).unwrap_or(u64::MAX),
+        span_ns,
+    );
+    if offset_ns < 0 && text.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+        format!("-{text}")
+    } else {
+        text
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +89,8 @@ mod tests {
         assert_eq!(thousands(12), "12");
         assert_eq!(pct(1, 3), "33.33%");
         assert_eq!(secs(1_500_000_000, 6_000_000_000), "1.50s");
+        assert_eq!(at(1_500_000_000, 6_000_000_000), "1.50s");
+        assert_eq!(at(-1_500_000_000, 6_000_000_000), "-1.50s");
+        assert_eq!(at(-3_000_000, 6_000_000_000), "0.00s");
     }
 }

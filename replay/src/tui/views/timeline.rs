@@ -6,8 +6,8 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 
-use super::draw::{put, secs};
-use super::state::State;
+use crate::tui::state::State;
+use crate::tui::views::draw::{put, secs};
 
 /// Column of the timeline for a time, and back.
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
@@ -51,8 +51,8 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let label = format!(
         "timeline {} · selection {} – {} ({how}){frozen} · colour {colour} · [ ] move  - + resize  a all",
         secs(span, span),
-        secs(from - start, span),
-        secs(to - start, span),
+        state.label_at(from, span),
+        state.label_at(to, span),
     );
     put(buf, area.x, area.y, area.width, &label, pal.dim());
     let bars = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
@@ -93,7 +93,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         for row in 0..bars.height {
             let y = bars.y + bars.height - 1 - row;
             let fill = h.saturating_sub(u32::from(row) * 8).min(8) as usize;
-            let style = if pal.mode == super::palette::ColorMode::None {
+            let style = if pal.mode == crate::tui::palette::ColorMode::None {
                 base
             } else {
                 base.patch(fg)

@@ -4,13 +4,13 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-use crate::flat::FlatRow;
-use crate::names::short_module;
+use crate::capture::short_module;
+use crate::model::aggregate::FlatRow;
 use crate::sanitize::display;
 
-use super::draw::{bar, pct, put, thousands};
-use super::palette::Palette;
-use super::state::{Sort, State};
+use crate::tui::palette::Palette;
+use crate::tui::state::{Sort, State};
+use crate::tui::views::draw::{bar, pct, put, thousands};
 
 /// Column where the function name starts (links are drawn over it).
 pub const NAME_X: u16 = 40;

@@ -7,8 +7,8 @@ use ratatui::style::Style;
 
 use crate::sanitize::display;
 
-use super::draw::{bar, pct, put, thousands};
-use super::state::State;
+use crate::tui::state::State;
+use crate::tui::views::draw::{bar, pct, put, thousands};
 
 /// A line of the view: a section label or a function row (index into callers+callees).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,11 +5,11 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 
-use super::model::{Fold, Tree};
 use crate::sanitize::display;
+use crate::tui::model::{Fold, Tree};
 
-use super::draw::{pct, put};
-use super::state::State;
+use crate::tui::state::State;
+use crate::tui::views::draw::{pct, put};
 
 /// One frame drawn: `depth` rows below the shown root, columns `x..x + w`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,7 +158,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         } else {
             "▏".into()
         };
-        if state.opts.palette.mode == super::palette::ColorMode::None && b.w >= 2 {
+        if state.opts.palette.mode == crate::tui::palette::ColorMode::None && b.w >= 2 {
             text.replace_range(0..0, "▏");
         }
         put(buf, x, y, b.w, &text, style);
@@ -169,7 +169,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let total = tree.nodes[0].total.max(1);
     let src = f
         .line(shown)
-        .map(|(file, line)| format!("{}:{line}", display(&crate::names::short_module(file))))
+        .map(|(file, line)| format!("{}:{line}", display(&crate::capture::short_module(file))))
         .unwrap_or_else(|| "no source line".into());
     let module = f.key(shown).map(|k| display(&k.module)).unwrap_or_default();
     let y = details_y(area);
@@ -213,6 +213,7 @@ mod tests {
             total,
             self_samples: 0,
             line: None,
+            lines: Vec::new(),
         };
         Tree {
             nodes: vec![

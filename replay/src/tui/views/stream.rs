@@ -8,8 +8,8 @@ use ratatui::layout::Rect;
 use crate::names::FrameName;
 use crate::sanitize::display;
 
-use super::draw::{put, secs};
-use super::state::State;
+use crate::tui::state::State;
+use crate::tui::views::draw::put;
 
 /// A run of columns `x..x + w` showing the same frame (with the same callers) at `depth`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +69,6 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let pal = state.opts.palette;
     let (from, to) = state.selected().unwrap_or((0, 0));
     let span = state.span().map_or(1, |(a, b)| b - a);
-    let start = state.span().map_or(0, |(a, _)| a);
     let per_bucket = (to - from) / state.cache.stream.buckets.max(1) as u64;
     put(
         buf,
@@ -78,9 +77,9 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         area.width,
         &format!(
             "Stream · {} – {} · the dominant stack of each {} of time, root on top",
-            secs(from - start.min(from), span),
-            secs(to - start.min(to), span),
-            super::draw::secs(per_bucket, per_bucket),
+            state.label_at(from, span),
+            state.label_at(to, span),
+            crate::tui::views::draw::secs(per_bucket, per_bucket),
         ),
         pal.title(),
     );

@@ -9,10 +9,10 @@ use ratatui::style::{Modifier, Style};
 
 use crate::sanitize::display;
 
-use super::draw::put;
-use super::keymap::{self, Cmd, Key, Scope};
-use super::palette::Palette;
-use super::state::ListPos;
+use crate::tui::keymap::{self, Cmd, Key, Scope};
+use crate::tui::palette::Palette;
+use crate::tui::state::ListPos;
+use crate::tui::views::draw::put;
 
 /// One process.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,278 @@
+//! The interned profile model: strings, functions, frames and stacks as tables, in the
+//! manner of samply's `fxprof-processed-profile`, built once per capture stack; and the
+//! aggregations that views and reports read from it ([`aggregate`]): flat profile, call
+//! tree, callers/callees, over samples that each carry a weight.
+//!
+//! - a *function* is (name, module, kernel): what flat rows and tree nodes merge by;
+//! - a *frame* is (function, source line): one logical frame after inline expansion by
+//!   [`crate::names::expand`];
+//! - a *stack* is (prefix, frame): a path from the root, so stacks that share callers
+//!   share rows, and a row's prefix always comes before it in the table.
+//!
+//! Each capture stack interns twice, with and without its kernel frames (`--no-kernel`
+//! and the views' `k`), into the same tables.
+
+pub mod aggregate;
+
+use std::sync::Arc;
+
+use hotspot_format::StackId;
+use rustc_hash::FxHashMap;
+
+use crate::capture::Capture;
+use crate::names::{self, FrameName, FunctionKey};
+
+/// Index into [`Profile::stacks`].
+pub type StackIdx = u32;
+/// Index into [`Profile::frames`].
+pub type FrameIdx = u32;
+/// Index into the function table.
+pub type FuncId = u32;
+/// Index into the string table.
+pub type StrId = u32;
+
+/// No source line (an index into the line table otherwise).
+pub const NO_LINE: u32 = u32::MAX;
+
+/// A function: what frames merge under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Function {
+    pub name: StrId,
+    pub module: StrId,
+    pub kernel: bool,
+}
+
+/// A logical frame: a function at a source line. Two frames are one exactly when their
+/// [`FrameName`]s are equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameRow {
+    pub function: FuncId,
+    /// Index into the line table (file and line), or [`NO_LINE`] without a file.
+    pub line: u32,
+    /// The line number as recorded (also without a file).
+    pub line_no: u32,
+}
+
+/// A stack: its caller's stack and its own (leaf) frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StackRow {
+    pub prefix: Option<StackIdx>,
+    pub frame: FrameIdx,
+    /// The frame's function does not occur in the prefix: this row is the outermost
+    /// occurrence on its path, where recursion is counted once.
+    pub outermost: bool,
+}
+
+/// What a capture stack interns to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interned {
+    /// No frame left (none recorded, or only kernel frames without them).
+    Empty,
+    Stack(StackIdx),
+}
+
+/// The tables.
+#[derive(Debug, Default)]
+pub struct Profile {
+    strings: Vec<Arc<str>>,
+    string_ids: FxHashMap<Arc<str>, StrId>,
+    functions: Vec<Function>,
+    function_ids: FxHashMap<Function, FuncId>,
+    /// Per function its key (the texts shared with the capture's strings).
+    keys: Vec<FunctionKey>,
+    /// (file, line) of each source line.
+    lines: Vec<(Arc<str>, u32)>,
+    line_ids: FxHashMap<(StrId, u32), u32>,
+    pub frames: Vec<FrameRow>,
+    frame_ids: FxHashMap<(FuncId, u32, u32), FrameIdx>,
+    pub stacks: Vec<StackRow>,
+    stack_ids: FxHashMap<(StackIdx, FrameIdx), StackIdx>,
+    /// Capture stack → (with kernel frames, without).
+    by_capture: FxHashMap<StackId, [Interned; 2]>,
+    /// Per function the last path that saw it: finds the outermost occurrences.
+    seen: Vec<u32>,
+    path: u32,
+}
+
+impl Profile {
+    /// Interns capture stack `id` (with and without kernel frames); `None` when the
+    /// capture does not define it (yet: a live capture may define it later, so the
+    /// absence is not remembered).
+    pub fn intern(&mut self, capture: &Capture, id: StackId) -> Option<[Interned; 2]> {
+        if let Some(&v) = self.by_capture.get(&id) {
+            return Some(v);
+        }
+        let frames = capture.stacks.get(&id)?;
+        let mut out: Vec<FrameName> = Vec::with_capacity(frames.len());
+        for &f in frames {
+            if out.len() >= names::MAX_LOGICAL_FRAMES {
+                break;
+            }
+            names::expand(capture, f, &mut out);
+        }
+        // Leaf first so far: what is cut is nearest the root.
+        out.truncate(names::MAX_LOGICAL_FRAMES);
+        out.reverse();
+        let with = self.push_path(out.iter());
+        let without = self.push_path(out.iter().filter(|f| !f.kernel));
+        let v = [with, without];
+        self.by_capture.insert(id, v);
+        Some(v)
+    }
+
+    /// Capture stack `id` as already interned, without interning it.
+    pub fn interned(&self, id: StackId) -> Option<[Interned; 2]> {
+        self.by_capture.get(&id).copied()
+    }
+
+    /// Capture stack `id` as interned with (`no_kernel` false) or without its kernel
+    /// frames.
+    pub fn stack_of(
+        &mut self,
+        capture: &Capture,
+        id: StackId,
+        no_kernel: bool,
+    ) -> Option<Interned> {
+        self.intern(capture, id).map(|v| v[usize::from(no_kernel)])
+    }
+
+    /// Adds the path of `frames` (root first); returns its leaf row.
+    fn push_path<'a>(&mut self, frames: impl Iterator<Item = &'a FrameName>) -> Interned {
+        self.path = self.path.wrapping_add(1);
+        if self.path == 0 {
+            self.seen.iter_mut().for_each(|s| *s = 0);
+            self.path = 1;
+        }
+        let mut prefix: Option<StackIdx> = None;
+        for f in frames {
+            let function = self.function(f);
+            let line = self.line(f);
+            let line_no = f.line;
+            let frame = *self
+                .frame_ids
+                .entry((function, line, line_no))
+                .or_insert_with(|| {
+                    self.frames.push(FrameRow {
+                        function,
+                        line,
+                        line_no,
+                    });
+                    (self.frames.len() - 1) as FrameIdx
+                });
+            let seen = &mut self.seen[function as usize];
+            let outermost = *seen != self.path;
+            *seen = self.path;
+            let key = (prefix.unwrap_or(StackIdx::MAX), frame);
+            let stacks = &mut self.stacks;
+            let row = *self.stack_ids.entry(key).or_insert_with(|| {
+                stacks.push(StackRow {
+                    prefix,
+                    frame,
+                    outermost,
+                });
+                (stacks.len() - 1) as StackIdx
+            });
+            prefix = Some(row);
+        }
+        prefix.map_or(Interned::Empty, Interned::Stack)
+    }
+
+    fn string(&mut self, text: &Arc<str>) -> StrId {
+        if let Some(&id) = self.string_ids.get(text) {
+            return id;
+        }
+        let id = self.strings.len() as StrId;
+        self.strings.push(text.clone());
+        self.string_ids.insert(text.clone(), id);
+        id
+    }
+
+    fn function(&mut self, f: &FrameName) -> FuncId {
+        let k = Function {
+            name: self.string(&f.function),
+            module: self.string(&f.module),
+            kernel: f.kernel,
+        };
+        if let Some(&id) = self.function_ids.get(&k) {
+            return id;
+        }
+        let id = self.functions.len() as FuncId;
+        self.functions.push(k);
+        self.function_ids.insert(k, id);
+        self.keys.push(f.key());
+        self.seen.push(0);
+        id
+    }
+
+    fn line(&mut self, f: &FrameName) -> u32 {
+        let Some(file) = &f.file else {
+            return NO_LINE;
+        };
+        let k = (self.string(file), f.line);
+        if let Some(&id) = self.line_ids.get(&k) {
+            return id;
+        }
+        let id = self.lines.len() as u32;
+        self.lines.push((file.clone(), f.line));
+        self.line_ids.insert(k, id);
+        id
+    }
+
+    /// Every function's key, by [`FuncId`].
+    pub fn keys(&self) -> &[FunctionKey] {
+        &self.keys
+    }
+
+    /// Every source line as (file, line), by line index.
+    pub fn lines(&self) -> &[(Arc<str>, u32)] {
+        &self.lines
+    }
+
+    /// The id of a function, if any stack holds it.
+    pub fn function_id(&self, key: &FunctionKey) -> Option<FuncId> {
+        let name = *self.string_ids.get(&key.function)?;
+        let module = *self.string_ids.get(&key.module)?;
+        self.function_ids
+            .get(&Function {
+                name,
+                module,
+                kernel: key.kernel,
+            })
+            .copied()
+    }
+
+    /// The function of a stack's leaf frame.
+    pub fn leaf_function(&self, stack: StackIdx) -> FuncId {
+        self.frames[self.stacks[stack as usize].frame as usize].function
+    }
+
+    /// The frames of a stack, root first, into `out` (cleared first).
+    pub fn path(&self, stack: Interned, out: &mut Vec<FrameIdx>) {
+        out.clear();
+        let mut at = match stack {
+            Interned::Stack(s) => Some(s),
+            Interned::Empty => None,
+        };
+        while let Some(s) = at {
+            let row = self.stacks[s as usize];
+            out.push(row.frame);
+            at = row.prefix;
+        }
+        out.reverse();
+    }
+
+    /// A frame with its names.
+    pub fn frame_name(&self, frame: FrameIdx) -> FrameName {
+        let fr = self.frames[frame as usize];
+        let key = &self.keys[fr.function as usize];
+        let file = self.lines.get(fr.line as usize).map(|(f, _)| f.clone());
+        let line = fr.line_no;
+        FrameName {
+            function: key.function.clone(),
+            module: key.module.clone(),
+            file,
+            line,
+            kernel: key.kernel,
+        }
+    }
+}
