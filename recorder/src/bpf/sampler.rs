@@ -106,7 +106,7 @@ pub fn max_record_bytes(stack_cap: u32) -> u32 {
 }
 
 /// A ring big enough for a sixteenth of a second of samples from every CPU, at the
-/// expected bytes per sample: the header, registers and frames (592 bytes) plus the
+/// expected bytes per sample: the header, registers and frames (608 bytes) plus the
 /// stack copy, `stack_cap` or the 2 KiB a typical stack needs, whichever is less (a
 /// copy ends at the top of the stack's frames, so ring space follows the real stack,
 /// not the cap). Between 1 MiB (2 MiB when stacks are copied) and 64 MiB, and never less
@@ -965,8 +965,8 @@ mod tests {
             validate(&page_ring(65536)),
             Err(BpfError::InvalidOptions(m)) if m.contains("stack_cap 65536")
         ));
-        assert_eq!(max_record_bytes(0), 48 + 32 + 254 * 8);
-        assert_eq!(max_record_bytes(65536), 48 + 32 + 254 * 8 + 65536);
+        assert_eq!(max_record_bytes(0), 48 + 48 + 254 * 8);
+        assert_eq!(max_record_bytes(65536), 48 + 48 + 254 * 8 + 65536);
     }
 
     #[test]
