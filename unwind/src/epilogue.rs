@@ -5,7 +5,7 @@
 //! address gives the caller exactly.
 
 use crate::End;
-use crate::rule::State;
+use crate::rule::{Rbx, State};
 use crate::stack::StackCopy;
 
 /// Bytes of code read at a return address: enough for a few pops and a `ret`.
@@ -63,9 +63,9 @@ pub(crate) fn unwind(code: &[u8], st: &mut State, stack: &StackCopy) -> Option<R
                 sp = frame.checked_add(8)?;
                 at += 1;
             }
-            // pop %rbx (a slot outside the copy leaves it unknown: no return address needs it)
+            // pop %rbx: the caller's is in that slot
             [0x5b, ..] => {
-                rbx = stack.read_u64(sp).ok();
+                rbx = Rbx::Saved(sp);
                 sp = sp.checked_add(8)?;
                 at += 1;
             }
@@ -94,7 +94,7 @@ fn finish(
     stack: &StackCopy,
     sp: u64,
     bp: Option<u64>,
-    rbx: Option<u64>,
+    rbx: Rbx,
 ) -> Result<bool, End> {
     let ra = stack.read_u64(sp)?;
     let caller_sp = sp.checked_add(8).ok_or(End::OutsideStack)?;
@@ -137,7 +137,7 @@ mod tests {
             ip: 0x5000,
             sp: 0x1000,
             bp: Some(0x77),
-            rbx: Some(0x66),
+            rbx: Rbx::Value(0x66),
             r11: Some(0x11),
         }
     }
@@ -155,7 +155,7 @@ mod tests {
         assert_eq!(r, Some(Ok(true)));
         assert_eq!((st.ip, st.sp, st.bp), (0x4242, 0x1010, Some(0x77)));
         // rbx untouched by the epilogue: the caller's; r11 unknown after a call
-        assert_eq!((st.rbx, st.r11), (Some(0x66), None));
+        assert_eq!((st.rbx, st.r11), (Rbx::Value(0x66), None));
     }
 
     #[test]
@@ -166,7 +166,8 @@ mod tests {
         let r = unwind(&[0x5b, 0x5d, 0x41, 0x5c, 0xc3], &mut st, &copy(&bytes));
         assert_eq!(r, Some(Ok(true)));
         assert_eq!((st.ip, st.sp, st.bp), (0x4444, 0x1020, Some(0x2000)));
-        assert_eq!((st.rbx, st.r11), (Some(1), None));
+        // the popped slot (it holds 1)
+        assert_eq!((st.rbx, st.r11), (Rbx::Saved(0x1000), None));
         // leave; ret with rbp at a frame record
         let bytes = words(&[0, 0, 0x3000, 0x5555]);
         let mut st = State {

@@ -23,9 +23,14 @@ fn state(ip: u64, sp: u64, bp: Option<u64>) -> State {
         ip,
         sp,
         bp,
-        rbx: None,
+        rbx: Rbx::Unknown,
         r11: None,
     }
+}
+
+/// rbx's value in a frame, read from its slot if saved.
+fn rbx_of(st: &State, stack: &StackCopy) -> Option<u64> {
+    st.reg(Reg::Rbx, stack).ok()
 }
 
 fn cfa_in(reg: Reg, off: i32) -> Cfa {
@@ -167,7 +172,7 @@ fn rbx_rules_pack_into_a_byte_or_become_unknown() {
 fn frame_pointer_rule() {
     let bytes = stack(&[0xaa, 0x2000 + 32, 0x4444, 0, 0]);
     let mut st = state(0x1234, 0x2000, Some(0x2008));
-    st.rbx = Some(0x77);
+    st.rbx = Rbx::Value(0x77);
     assert_eq!(Rule::FRAME_POINTER.apply(&mut st, &copy(&bytes)), Ok(true));
     // rbx is unknown past code without CFI
     assert_eq!(st, state(0x4444, 0x2018, Some(0x2020)));
@@ -198,10 +203,10 @@ fn rbp_and_rbx_already_popped_in_an_epilogue() {
         .with_bp(Value::saved(Base::Cfa, -40))
         .with_rbx(Value::saved(Base::Cfa, -32));
     let mut st = state(1, 0x2000, Some(0xbbbb));
-    st.rbx = Some(0xcccc);
+    st.rbx = Rbx::Value(0xcccc);
     assert_eq!(rule.apply(&mut st, &copy(&bytes)), Ok(true));
     let mut want = state(0x7777, 0x2018, Some(0xbbbb));
-    want.rbx = Some(0xcccc);
+    want.rbx = Rbx::Value(0xcccc);
     assert_eq!(st, want);
 }
 
@@ -215,10 +220,10 @@ fn cfa_in_r11_is_known_in_the_sampled_frame_only() {
     let rule = Rule::JUST_RETURN.with_cfa(cfa_in(Reg::R11, 0x140 + 0x100));
     let mut st = state(0x1234, 0x2000, Some(5));
     st.r11 = Some(0x2000 - 0x100);
-    st.rbx = Some(6);
+    st.rbx = Rbx::Value(6);
     assert_eq!(rule.apply(&mut st, &copy(&bytes)), Ok(true));
     let mut want = state(0x4444, 0x2140, Some(5));
-    want.rbx = Some(6);
+    want.rbx = Rbx::Value(6);
     assert_eq!(st, want);
     // in its caller r11 is unknown: a CFA computed from it ends the stack
     assert_eq!(rule.apply(&mut st, &copy(&bytes)), Err(End::BadUnwindInfo));
@@ -244,20 +249,35 @@ fn cfa_in_rbx_and_rbx_restored_for_the_caller() {
         .with_cfa(cfa_in(Reg::Rbx, 56))
         .with_rbx(Value::saved(Base::Cfa, -56));
     let mut st = state(0x1111, 0x2000, None);
-    st.rbx = Some(0x9999);
+    st.rbx = Rbx::Value(0x9999);
     assert_eq!(fixup.apply(&mut st, &s), Ok(true));
-    assert_eq!((st.ip, st.sp, st.rbx), (0x5555, 0x2010, Some(0x3008)));
+    assert_eq!((st.ip, st.sp), (0x5555, 0x2010));
+    // kept as its slot, read when needed
+    assert_eq!(
+        (st.rbx, rbx_of(&st, &s)),
+        (Rbx::Saved(0x2000), Some(0x3008))
+    );
     assert_eq!(resolve.apply(&mut st, &s), Ok(true));
-    assert_eq!((st.ip, st.sp, st.rbx), (0x6666, 0x3040, Some(0xabcd)));
+    assert_eq!(
+        (st.ip, st.sp, rbx_of(&st, &s)),
+        (0x6666, 0x3040, Some(0xabcd))
+    );
 
-    // rbx's slot outside the copy: rbx is unknown, and the stack goes on
+    // rbx's slot past the copy: the stack goes on, and ends only at a CFA computed from
+    // rbx, for the reason the slot cannot be read
     let short = stack(&[0x7777, 0]);
+    let capped = StackCopy {
+        end: CopyEnd::Cap,
+        ..copy(&short)
+    };
     let mut st = state(0x1111, 0x2000, None);
-    st.rbx = Some(0x3008);
+    st.rbx = Rbx::Value(0x3008);
     let rule = Rule::JUST_RETURN.with_rbx(Value::saved(Base::Cfa, 200));
-    assert_eq!(rule.apply(&mut st, &copy(&short)), Ok(true));
-    assert_eq!((st.ip, st.rbx), (0x7777, None));
-    // then a CFA computed from it ends the stack
+    assert_eq!(rule.apply(&mut st, &capped), Ok(true));
+    assert_eq!((st.ip, st.rbx), (0x7777, Rbx::Saved(0x2008 + 200)));
+    assert_eq!(resolve.apply(&mut st, &capped), Err(End::StackCap));
+    // unknown rbx (past code without CFI): the stack ends there
+    st.rbx = Rbx::Unknown;
     assert_eq!(resolve.apply(&mut st, &s), Err(End::BadUnwindInfo));
 }
 
