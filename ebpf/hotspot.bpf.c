@@ -300,6 +300,8 @@ int hs_sample(struct bpf_perf_event_data *ctx)
 	buf->regs.ip = 0;
 	buf->regs.sp = 0;
 	buf->regs.bp = 0;
+	buf->regs.rbx = 0;
+	buf->regs.r11 = 0;
 	buf->regs.stack_len = 0;
 	buf->regs.flags = HS_REGS_NONE | HS_STACK_END_CAP;
 
@@ -325,16 +327,19 @@ static __always_inline __u32 user_regs(struct bpf_perf_event_data *ctx, struct t
 	/* The uapi pt_regs: its layout is the kernel's (ctx->regs is a kernel pt_regs). */
 	struct pt_regs saved;
 	/*
-	 * All four read up front, with nothing between: given a branch between
+	 * All read up front, with nothing between: given a branch between
 	 * them, clang keeps a ctx + offset pointer around, which the verifier
 	 * refuses ("dereference of modified ctx ptr").
 	 */
-	__u64 cs = ctx->regs.cs, ip = ctx->regs.rip, sp = ctx->regs.rsp, bp = ctx->regs.rbp;
+	__u64 cs = ctx->regs.cs, ip = ctx->regs.rip, sp = ctx->regs.rsp, bp = ctx->regs.rbp,
+	      bx = ctx->regs.rbx, r11 = ctx->regs.r11;
 
 	if ((cs & 3) == 3) {
 		out->ip = ip;
 		out->sp = sp;
 		out->bp = bp;
+		out->rbx = bx;
+		out->r11 = r11;
 		return HS_REGS_PERF;
 	}
 	/*
@@ -350,6 +355,8 @@ static __always_inline __u32 user_regs(struct bpf_perf_event_data *ctx, struct t
 	out->ip = saved.rip;
 	out->sp = saved.rsp;
 	out->bp = saved.rbp;
+	out->rbx = saved.rbx;
+	out->r11 = saved.r11;
 	return HS_REGS_TASK;
 }
 
@@ -545,6 +552,8 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 		rec->regs.ip = 0;
 		rec->regs.sp = 0;
 		rec->regs.bp = 0;
+		rec->regs.rbx = 0;
+		rec->regs.r11 = 0;
 		end = HS_STACK_END_NO_VMA;
 	} else {
 		/*

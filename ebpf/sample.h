@@ -10,14 +10,14 @@
  * no padding anywhere:
  *
  *   struct hs_header        48 bytes
- *   struct hs_user_regs     32 bytes: user ip/sp/bp, stack_len, flags
+ *   struct hs_user_regs     48 bytes: user ip/sp/bp/rbx/r11, stack_len, flags
  *   user_depth   x u64      the kernel's frame-pointer walk of the user
  *                           stack, leaf first (the first is the user PC)
  *   kernel_depth x u64      kernel frames, leaf first
  *   stack_len    x u8       the user stack: the bytes at sp .. sp + stack_len,
  *                           up to the top of its frames (see HS_STACK_END_MAPPING)
  *
- * so it is exactly 80 + 8 * (user_depth + kernel_depth) + stack_len bytes
+ * so it is exactly 96 + 8 * (user_depth + kernel_depth) + stack_len bytes
  * long: ring space follows the real stack depth and the bytes really copied,
  * never the cap.
  *
@@ -72,7 +72,7 @@ _Static_assert(sizeof(struct hs_header) == 48, "raw.rs expects a 48-byte header"
 
 /* hs_user_regs.flags, bits 0-1: where the registers come from. */
 #define HS_REGS_MASK 0x3
-#define HS_REGS_NONE 0 /* no user registers (fp mode, or a task with no user context): ip/sp/bp are 0 */
+#define HS_REGS_NONE 0 /* no user registers (fp mode, or a task with no user context): all are 0 */
 #define HS_REGS_PERF 1 /* the tick hit user mode: the interrupted registers */
 #define HS_REGS_TASK 2 /* the tick hit kernel mode: the task's saved user registers */
 
@@ -98,15 +98,25 @@ _Static_assert(sizeof(struct hs_header) == 48, "raw.rs expects a 48-byte header"
  */
 #define HS_STACK_VMA_BUSY (1 << 8)
 
+/*
+ * The user registers unwinding starts from: ip, sp and bp, and the two others
+ * that real CFI computes a frame's CFA from: r11 in LLVM's inline stack
+ * probe of a frame larger than a page (a loop touching each page on the way
+ * down, CFA = r11 + frame size; 16 rows of librustc_driver), rbx in ld.so's
+ * _dl_runtime_resolve (CFA = rbx + 56, after realigning rsp). Without them a
+ * sample taken there ends at its first frame.
+ */
 struct hs_user_regs {
 	__u64 ip;
 	__u64 sp;
 	__u64 bp;
+	__u64 rbx;
+	__u64 r11;
 	__u32 stack_len; /* bytes of stack after the frames */
 	__u32 flags;     /* HS_REGS_* | HS_STACK_END_* | HS_STACK_VMA_BUSY */
 };
 
-_Static_assert(sizeof(struct hs_user_regs) == 32, "raw.rs expects 32-byte registers");
+_Static_assert(sizeof(struct hs_user_regs) == 48, "raw.rs expects 48-byte registers");
 
 /* Indices of the per-CPU `lost` counter array. */
 #define HS_LOST_SAMPLES 0     /* samples the ring buffer had no room for */

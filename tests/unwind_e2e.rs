@@ -1,7 +1,8 @@
 //! End-to-end tests of CFI unwinding (`--call-graph dwarf`, the default) with the real BPF
 //! program on real processes: programs built without frame pointers, a frameless leaf, a
 //! signal handler, Debian's python3, CPython 3.12's perf trampolines, stacks deeper than
-//! the copy. Root is needed (CAP_BPF + CAP_PERFMON); without it they fail, never skip.
+//! the copy, CFAs computed from rbx and r11. Root is needed (CAP_BPF + CAP_PERFMON);
+//! without it they fail, never skip.
 
 mod common;
 
@@ -372,4 +373,224 @@ fn a_stack_deeper_than_the_cap_ends_in_its_reason_or_goes_on_by_frame_pointers()
         "{spliced} of {n} have all 101 frames and main, spliced from frame pointers:\n{}",
         show(&s, "deep_leaf")
     );
+}
+
+/// Two functions whose CFA is computed from a register the unwinder only knows from the
+/// sample (see `hotspot_unwind::Regs`), written as the code that has them: `r11_frame`
+/// probes a 32 KiB frame a page at a time as LLVM's inline stack probe does (CFA = r11 +
+/// frame size while rsp walks down to r11), touching a page of `buf` at each step, which
+/// faults (the pages are dropped after each round): kernel-mode samples with the CFA in
+/// the task's saved r11. `rbx_frame` keeps its entry rsp in rbx and realigns rsp, as
+/// ld.so's `_dl_runtime_resolve` does (CFA = rbx + 16), spins, makes system calls
+/// (kernel-mode samples: the saved rbx) and calls `rbx_callee`, which saves rbx and
+/// reuses it (its callers' rbx comes from its CFI, as `_dl_fixup`'s).
+const CFA_REGISTERS_C: &str = r#"
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+long r11_frame(long rounds, char *buf);
+long rbx_frame(long rounds);
+
+__asm__(
+    ".text\n"
+    ".globl r11_frame\n"
+    ".type r11_frame, @function\n"
+    "r11_frame:\n"
+    ".cfi_startproc\n"
+    "  mov %rdi, %r8\n"
+    "  mov %rsi, %r9\n"
+    "1:\n"
+    "  mov %rsp, %r11\n"
+    "  sub $32768, %r11\n"
+    ".cfi_def_cfa %r11, 32776\n"
+    "2:\n"
+    "  sub $4096, %rsp\n"
+    "  movq $0, (%rsp)\n"
+    "  mov %rsp, %rax\n"
+    "  sub %r11, %rax\n"
+    "  movb $1, (%r9, %rax)\n"
+    "  mov $3000, %ecx\n"
+    "3:\n"
+    "  dec %ecx\n"
+    "  jnz 3b\n"
+    "  cmp %r11, %rsp\n"
+    "  jne 2b\n"
+    ".cfi_def_cfa %rsp, 32776\n"
+    "  mov %r9, %rdi\n"
+    "  mov $32768, %esi\n"
+    "  mov $4, %edx\n"   /* MADV_DONTNEED */
+    "  mov $28, %eax\n"  /* SYS_madvise */
+    "  syscall\n"
+    "  add $32768, %rsp\n"
+    ".cfi_def_cfa_offset 8\n"
+    "  dec %r8\n"
+    "  jnz 1b\n"
+    "  ret\n"
+    ".cfi_endproc\n"
+    ".size r11_frame, .-r11_frame\n"
+
+    ".globl rbx_frame\n"
+    ".type rbx_frame, @function\n"
+    "rbx_frame:\n"
+    ".cfi_startproc\n"
+    "  push %rbx\n"
+    ".cfi_def_cfa_offset 16\n"
+    ".cfi_offset %rbx, -16\n"
+    "  mov %rsp, %rbx\n"
+    ".cfi_def_cfa_register %rbx\n"
+    "  and $-64, %rsp\n"
+    "  sub $64, %rsp\n"
+    "  mov %rdi, (%rsp)\n"
+    "1:\n"
+    "  mov $10000, %ecx\n"
+    "2:\n"
+    "  dec %ecx\n"
+    "  jnz 2b\n"
+    "  mov $20, %r8d\n"
+    "3:\n"
+    "  mov $110, %eax\n" /* SYS_getppid */
+    "  syscall\n"
+    "  dec %r8d\n"
+    "  jnz 3b\n"
+    "  mov $20, %edi\n"
+    "  call rbx_callee\n"
+    "  decq (%rsp)\n"
+    "  jnz 1b\n"
+    "  mov %rbx, %rsp\n"
+    ".cfi_def_cfa_register %rsp\n"
+    "  pop %rbx\n"
+    ".cfi_def_cfa_offset 8\n"
+    ".cfi_restore %rbx\n"
+    "  ret\n"
+    ".cfi_endproc\n"
+    ".size rbx_frame, .-rbx_frame\n");
+
+static volatile long sink;
+
+__attribute__((noinline, used)) long rbx_callee(long n)
+{
+    long s = 0;
+    for (long i = 0; i < n; i++)
+        s += getppid() + sink;
+    sink = s;
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    double secs = argc > 1 ? atof(argv[1]) : 2;
+    char *buf = mmap(0, 32768, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct timespec t0, t;
+    if (buf == MAP_FAILED)
+        return 1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        sink += r11_frame(20, buf);
+        sink += rbx_frame(20);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
+    return 0;
+}
+"#;
+
+/// A sample's user frames (root first) and kernel frames, with its count.
+struct ModeStack {
+    user: Vec<String>,
+    kernel: Vec<String>,
+    n: u64,
+}
+
+fn mode_stacks(c: &Capture) -> Vec<ModeStack> {
+    profile::fold(c, &Filter::default())
+        .stacks
+        .into_iter()
+        .map(|(k, n)| {
+            let (kernel, user): (Vec<_>, Vec<_>) = k.into_iter().partition(|f| f.kernel);
+            let names = |v: Vec<hotspot_replay::names::FrameName>| {
+                v.into_iter().map(|f| f.function.to_string()).collect()
+            };
+            ModeStack {
+                user: names(user),
+                kernel: names(kernel),
+                n,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_cfa_in_r11_or_rbx_unwinds_in_user_and_kernel_mode_samples() {
+    let d = tmp();
+    let src = d.path().join("cfa_registers.c");
+    std::fs::write(&src, CFA_REGISTERS_C).expect("write the source");
+    let bin = d.path().join("cfa_registers");
+    let gcc = std::process::Command::new("gcc")
+        .args(["-O2", "-g", "-Wall", "-Werror", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .expect("gcc runs");
+    assert!(gcc.success(), "gcc failed");
+    let c = record(
+        &d.path().join("c.hsp"),
+        &["-F", "1999"],
+        &[&bin.to_string_lossy(), "3"],
+    );
+    let s = mode_stacks(&c);
+    let shown = |func: &str| {
+        s.iter()
+            .filter(|m| m.user.iter().any(|x| x == func))
+            .take(10)
+            .map(|m| format!("{:>5} {} | {}", m.n, m.user.join(";"), m.kernel.join(";")))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let in_user = |m: &ModeStack| m.kernel.is_empty();
+    let page_fault = |m: &ModeStack| m.kernel.iter().any(|k| k.contains("page_fault"));
+    let in_kernel = |m: &ModeStack| !m.kernel.is_empty();
+    let anywhere = |_: &ModeStack| true;
+    type Kind<'a> = (&'a str, &'a dyn Fn(&ModeStack) -> bool, &'a [&'a str], bool);
+    // (function, which of its samples, the chain from main, whether it must be the last
+    // user frame): at least 10 such samples, 99% of them whole from _start
+    let kinds: [Kind; 5] = [
+        // the timer tick's registers
+        ("r11_frame", &in_user, &["main", "r11_frame"], true),
+        // the task's registers saved by the fault on buf
+        ("r11_frame", &page_fault, &["main", "r11_frame"], true),
+        ("rbx_frame", &in_user, &["main", "rbx_frame"], true),
+        // the task's registers saved by its system call
+        ("rbx_frame", &in_kernel, &["main", "rbx_frame"], true),
+        // rbx restored from rbx_callee's CFI (mostly in getppid)
+        (
+            "rbx_callee",
+            &anywhere,
+            &["main", "rbx_frame", "rbx_callee"],
+            false,
+        ),
+    ];
+    for (func, which, chain, last) in kinds {
+        let of_kind = |m: &ModeStack| {
+            which(m)
+                && if last {
+                    leaf_is(&m.user, func)
+                } else {
+                    m.user.iter().any(|f| f == func)
+                }
+        };
+        let n: u64 = s.iter().filter(|m| of_kind(m)).map(|m| m.n).sum();
+        let whole: u64 = s
+            .iter()
+            .filter(|m| of_kind(m) && rooted_at(&m.user, "_start") && has_chain(&m.user, chain))
+            .map(|m| m.n)
+            .sum();
+        assert!(n >= 10, "only {n} such samples in {func}:\n{}", shown(func));
+        assert!(
+            share(whole, n) >= 0.99,
+            "{whole} of {n} samples in {func} are _start..{}:\n{}",
+            chain.join(";"),
+            shown(func)
+        );
+    }
 }

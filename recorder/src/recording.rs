@@ -501,11 +501,7 @@ fn user_part(s: &RawSample) -> UserPart<'_> {
         Some(r) => UserPart::Copied(UserSample {
             pid: s.pid,
             time_ns: s.time_ns,
-            regs: Regs {
-                ip: r.ip,
-                sp: r.sp,
-                bp: r.bp,
-            },
+            regs: Regs::from(r),
             stack: StackCopy {
                 base: r.sp,
                 bytes: &s.stack,

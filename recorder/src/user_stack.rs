@@ -71,6 +71,18 @@ pub struct UserSample<'a> {
     pub fp_chain: &'a [u64],
 }
 
+impl From<crate::bpf::UserRegs> for Regs {
+    fn from(r: crate::bpf::UserRegs) -> Regs {
+        Regs {
+            ip: r.ip,
+            sp: r.sp,
+            bp: r.bp,
+            rbx: r.rbx,
+            r11: r.r11,
+        }
+    }
+}
+
 /// The frame-pointer chain the kernel hands over holds at most this many frames
 /// (`kernel.perf_event_max_stack`): a chain this long was cut, not ended.
 const FP_CHAIN_MAX: usize = 127;

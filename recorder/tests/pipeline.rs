@@ -297,16 +297,20 @@ fn stop_flag_and_duration_end_the_recording() {
 /// them: the stack from `rsp` to the end of its mapping.
 #[inline(never)]
 fn snapshot() -> (hotspot_recorder::bpf::UserRegs, Vec<u8>) {
-    let (ip, sp, bp): (u64, u64, u64);
-    // SAFETY: reads three registers into outputs; touches no memory.
+    let (ip, sp, bp, rbx, r11): (u64, u64, u64, u64, u64);
+    // SAFETY: reads five registers into outputs; touches no memory.
     unsafe {
         std::arch::asm!(
             "lea {ip}, [rip]",
             "mov {sp}, rsp",
             "mov {bp}, rbp",
+            "mov {bx}, rbx",
+            "mov {r11}, r11",
             ip = out(reg) ip,
             sp = out(reg) sp,
             bp = out(reg) bp,
+            bx = out(reg) rbx,
+            r11 = out(reg) r11,
         );
     }
     let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
@@ -325,7 +329,13 @@ fn snapshot() -> (hotspot_recorder::bpf::UserRegs, Vec<u8>) {
     // SAFETY: `sp..end` is this thread's own mapped stack, above the current frame.
     let stack = unsafe { std::slice::from_raw_parts(sp as *const u8, (end - sp) as usize) };
     (
-        hotspot_recorder::bpf::UserRegs { ip, sp, bp },
+        hotspot_recorder::bpf::UserRegs {
+            ip,
+            sp,
+            bp,
+            rbx,
+            r11,
+        },
         stack.to_vec(),
     )
 }

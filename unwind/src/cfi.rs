@@ -207,10 +207,12 @@ fn expression(data: &[u8], e: &UnwindExpression<usize>) -> Option<Expr> {
     expr::recognise(bytes)
 }
 
-fn base_of(reg: Reg) -> Base {
+/// What a recognised expression's register is as a rule's base (`None`: not one).
+fn base_of(reg: Reg) -> Option<Base> {
     match reg {
-        Reg::Sp => Base::Sp,
-        Reg::Bp => Base::Bp,
+        Reg::Sp => Some(Base::Sp),
+        Reg::Bp => Some(Base::Bp),
+        Reg::Rbx | Reg::R11 => None,
     }
 }
 
@@ -234,11 +236,11 @@ fn value(rule: Option<RegisterRule<usize>>, default: Value, data: &[u8]) -> Opti
         RegisterRule::Register(r) if r == X86_64::RSP => at(Base::Sp, 0, 0),
         RegisterRule::Register(r) if r == X86_64::RBP => at(Base::Bp, 0, 0),
         RegisterRule::Expression(e) => match expression(data, &e)? {
-            Expr::Reg { reg, off, deref } => at(base_of(reg), off.into(), 1 + u8::from(deref)),
+            Expr::Reg { reg, off, deref } => at(base_of(reg)?, off.into(), 1 + u8::from(deref)),
             Expr::Plt { .. } => None,
         },
         RegisterRule::ValExpression(e) => match expression(data, &e)? {
-            Expr::Reg { reg, off, deref } => at(base_of(reg), off.into(), u8::from(deref)),
+            Expr::Reg { reg, off, deref } => at(base_of(reg)?, off.into(), u8::from(deref)),
             Expr::Plt { .. } => None,
         },
         _ => None,
@@ -249,12 +251,12 @@ fn value(rule: Option<RegisterRule<usize>>, default: Value, data: &[u8]) -> Opti
 fn to_rule(row: &UnwindTableRow<usize>, data: &[u8], signal: bool) -> Option<Rule> {
     let cfa = match row.cfa() {
         CfaRule::RegisterAndOffset { register, offset } => {
-            let reg = if *register == X86_64::RSP {
-                Reg::Sp
-            } else if *register == X86_64::RBP {
-                Reg::Bp
-            } else {
-                return None;
+            let reg = match *register {
+                X86_64::RSP => Reg::Sp,
+                X86_64::RBP => Reg::Bp,
+                X86_64::RBX => Reg::Rbx,
+                X86_64::R11 => Reg::R11,
+                _ => return None,
             };
             Cfa::Reg {
                 reg,
@@ -278,6 +280,10 @@ fn to_rule(row: &UnwindTableRow<usize>, data: &[u8], signal: bool) -> Option<Rul
             },
             data,
         )?,
+        // A form that is not supported leaves rbx unknown, not the whole rule: only a
+        // caller whose CFA is computed from rbx needs it. r11's rules are not read: it is
+        // unknown in every caller (see `State::r11`).
+        value(row.register(X86_64::RBX), Value::Same, data).unwrap_or(Value::Undefined),
         signal,
     )
 }

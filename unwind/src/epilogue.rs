@@ -5,7 +5,7 @@
 //! address gives the caller exactly.
 
 use crate::End;
-use crate::rule::State;
+use crate::rule::{Rbx, State};
 use crate::stack::StackCopy;
 
 /// Bytes of code read at a return address: enough for a few pops and a `ret`.
@@ -20,13 +20,14 @@ const MAX_STEPS: usize = 8;
 pub(crate) fn unwind(code: &[u8], st: &mut State, stack: &StackCopy) -> Option<Result<bool, End>> {
     let mut sp = st.sp;
     let mut bp = st.bp;
+    let mut rbx = st.rbx;
     let mut at = 0usize;
     for _ in 0..MAX_STEPS {
         let rest = code.get(at..)?;
         match rest {
             // ret, rep ret
             [0xc3, ..] | [0xf3, 0xc3, ..] => {
-                return Some(finish(st, stack, sp, bp));
+                return Some(finish(st, stack, sp, bp, rbx));
             }
             // add $imm8, %rsp
             [0x48, 0x83, 0xc4, imm, ..] => {
@@ -62,7 +63,13 @@ pub(crate) fn unwind(code: &[u8], st: &mut State, stack: &StackCopy) -> Option<R
                 sp = frame.checked_add(8)?;
                 at += 1;
             }
-            // pop of another register (not %rsp, not %rbp)
+            // pop %rbx: the caller's is in that slot
+            [0x5b, ..] => {
+                rbx = Rbx::Saved(sp);
+                sp = sp.checked_add(8)?;
+                at += 1;
+            }
+            // pop of another register (not %rsp, %rbp or %rbx)
             [r, ..] if (0x58..=0x5f).contains(r) && *r != 0x5c => {
                 sp = sp.checked_add(8)?;
                 at += 1;
@@ -80,8 +87,15 @@ pub(crate) fn unwind(code: &[u8], st: &mut State, stack: &StackCopy) -> Option<R
     None
 }
 
-/// `ret` with the stack pointer at `sp`: the caller's PC is the word there.
-fn finish(st: &mut State, stack: &StackCopy, sp: u64, bp: Option<u64>) -> Result<bool, End> {
+/// `ret` with the stack pointer at `sp`: the caller's PC is the word there. r11 is unknown
+/// in the caller, as after any call.
+fn finish(
+    st: &mut State,
+    stack: &StackCopy,
+    sp: u64,
+    bp: Option<u64>,
+    rbx: Rbx,
+) -> Result<bool, End> {
     let ra = stack.read_u64(sp)?;
     let caller_sp = sp.checked_add(8).ok_or(End::OutsideStack)?;
     stack.check_cfa(caller_sp)?;
@@ -95,6 +109,8 @@ fn finish(st: &mut State, stack: &StackCopy, sp: u64, bp: Option<u64>) -> Result
         ip: ra,
         sp: caller_sp,
         bp,
+        rbx,
+        r11: None,
     };
     Ok(true)
 }
@@ -121,6 +137,8 @@ mod tests {
             ip: 0x5000,
             sp: 0x1000,
             bp: Some(0x77),
+            rbx: Rbx::Value(0x66),
+            r11: Some(0x11),
         }
     }
 
@@ -136,6 +154,8 @@ mod tests {
         );
         assert_eq!(r, Some(Ok(true)));
         assert_eq!((st.ip, st.sp, st.bp), (0x4242, 0x1010, Some(0x77)));
+        // rbx untouched by the epilogue: the caller's; r11 unknown after a call
+        assert_eq!((st.rbx, st.r11), (Rbx::Value(0x66), None));
     }
 
     #[test]
@@ -146,6 +166,8 @@ mod tests {
         let r = unwind(&[0x5b, 0x5d, 0x41, 0x5c, 0xc3], &mut st, &copy(&bytes));
         assert_eq!(r, Some(Ok(true)));
         assert_eq!((st.ip, st.sp, st.bp), (0x4444, 0x1020, Some(0x2000)));
+        // the popped slot (it holds 1)
+        assert_eq!((st.rbx, st.r11), (Rbx::Saved(0x1000), None));
         // leave; ret with rbp at a frame record
         let bytes = words(&[0, 0, 0x3000, 0x5555]);
         let mut st = State {

@@ -12,11 +12,14 @@
 //!   plus`, i.e. CFA = rsp + 8, plus 8 more once the lazy-binding `push` of a 16-byte
 //!   PLT entry has run (`(rip & 15) >= N`).
 
-/// A register an expression may start from.
+/// A register a CFA is computed from. The recognised expressions start from rsp or rbp
+/// only; rbx and r11 come from `DW_CFA_def_cfa` (see [`crate::Regs`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reg {
     Sp,
     Bp,
+    Rbx,
+    R11,
 }
 
 /// A recognised expression.

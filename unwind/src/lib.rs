@@ -1,6 +1,7 @@
 //! CFI unwinding of user stacks copied at sample time (issue 13, piece 2).
 //!
-//! The kernel side copies the sampled thread's user registers (ip, sp, bp) and the live
+//! The kernel side copies the sampled thread's user registers (ip, sp, bp, rbx, r11: see
+//! [`Regs`]) and the live
 //! part of its stack (sp up to the end of the stack mapping, capped); this crate turns
 //! them into a list of frames, from the rules in each module's `.eh_frame` (indexed by
 //! `.eh_frame_hdr`), or `.debug_frame` from a separate debug file, with the

@@ -59,11 +59,7 @@ impl Unwinder {
         out: &mut Vec<Frame>,
     ) -> End {
         out.clear();
-        let mut st = State {
-            ip: regs.ip,
-            sp: regs.sp,
-            bp: Some(regs.bp),
-        };
+        let mut st = State::sampled(regs);
         let mut exact = true;
         loop {
             // The leaf PC is looked up as is, a return address at the call before it.

@@ -41,12 +41,22 @@ fn words(w: &[u64]) -> Vec<u8> {
 }
 
 fn run(module: &ModuleUnwind, ip: u64, bp: u64, stack: &[u8], end: CopyEnd) -> (Vec<Frame>, End) {
+    let regs = Regs {
+        ip,
+        sp: STACK,
+        bp,
+        ..Regs::default()
+    };
+    run_regs(module, regs, stack, end)
+}
+
+/// [`run`] from any registers (sp must be STACK).
+fn run_regs(module: &ModuleUnwind, regs: Regs, stack: &[u8], end: CopyEnd) -> (Vec<Frame>, End) {
     let copy = StackCopy {
         base: STACK,
         bytes: stack,
         end,
     };
-    let regs = Regs { ip, sp: STACK, bp };
     let mut out = Vec::new();
     let mut unwinder = Unwinder::new();
     let got = unwinder.unwind(regs, &copy, &mut Space(module), &mut out);
@@ -92,6 +102,109 @@ fn crafted_module_unwinds_with_and_without_hdr() {
         assert_eq!(m.function_start(0x1200), None);
         assert!(m.heap_bytes() > 0);
     }
+}
+
+/// A stack of `len` bytes from STACK, zero but for `words` (address, value).
+fn stack_with(len: u64, words: &[(u64, u64)]) -> Vec<u8> {
+    let mut w = vec![0u64; (len / 8) as usize];
+    for &(addr, value) in words {
+        w[((addr - STACK) / 8) as usize] = value;
+    }
+    self::words(&w)
+}
+
+/// Frames whose CFA is computed from r11 or rbx, as real code has them. probe at 0x1000
+/// is LLVM's inline stack probe (`push rbx; mov rsp, r11; sub $0x3000, r11`, then
+/// CFA = r11 + 0x3010 while a loop walks rsp down to r11: 16 rows of librustc_driver);
+/// resolve at 0x1200 is ld.so's `_dl_runtime_resolve` (`push rbx; mov rsp, rbx`, then
+/// CFA = rbx + 16 while rsp is realigned); fixup at 0x1300, which resolve calls, saves
+/// rbx at CFA - 16 and reuses it; 0x1100 has the CIE's rule.
+fn cfa_register_functions() -> ModuleUnwind {
+    let mut probe = op::advance(1);
+    probe.extend(op::def_cfa_offset(16));
+    probe.extend(op::advance(10));
+    probe.extend(op::def_cfa(11, 0x3010));
+    let mut resolve = op::advance(1);
+    resolve.extend(op::def_cfa_offset(16));
+    resolve.extend(op::offset(3, 2));
+    resolve.extend(op::advance(3));
+    resolve.extend(op::def_cfa(3, 16));
+    let mut fixup = op::advance(1);
+    fixup.extend(op::def_cfa_offset(16));
+    fixup.extend(op::offset(3, 2));
+    let functions = [
+        (0x1000, 0x100, probe),
+        (0x1100, 0x100, vec![]),
+        (0x1200, 0x100, resolve),
+        (0x1300, 0x100, fixup),
+    ];
+    ModuleUnwind::from_elf(&module(&functions, true)).unwrap()
+}
+
+#[test]
+fn a_cfa_in_r11_or_rbx_is_computed_from_the_sampled_registers() {
+    let m = cfa_register_functions();
+    // in the probe loop a page above its end: r11 = STACK - 0x1000, CFA = STACK + 0x2010
+    let stack = stack_with(0x2018, &[(STACK + 0x2008, 0x1150)]);
+    let regs = Regs {
+        ip: 0x1020,
+        sp: STACK,
+        bp: 0,
+        rbx: 0x5a5a,
+        r11: STACK - 0x1000,
+    };
+    let (frames, end) = run_regs(&m, regs, &stack, CopyEnd::MappingEnd);
+    assert_eq!((addrs(&frames), end), (vec![0x1020, 0x1150], End::Complete));
+
+    // in resolve, rsp realigned below its frame: rbx = STACK + 0x100, CFA = STACK + 0x110
+    let stack = stack_with(0x118, &[(STACK + 0x100, 0xcafe), (STACK + 0x108, 0x1150)]);
+    let regs = Regs {
+        ip: 0x1220,
+        rbx: STACK + 0x100,
+        r11: 0,
+        ..regs
+    };
+    let (frames, end) = run_regs(&m, regs, &stack, CopyEnd::MappingEnd);
+    assert_eq!((addrs(&frames), end), (vec![0x1220, 0x1150], End::Complete));
+}
+
+#[test]
+fn rbx_is_restored_for_callers_and_r11_is_not() {
+    let m = cfa_register_functions();
+    // in fixup, which saved resolve's rbx (STACK + 0x100) at STACK and holds junk in it
+    let stack = stack_with(
+        0x118,
+        &[
+            (STACK, STACK + 0x100),
+            (STACK + 0x8, 0x1220),
+            (STACK + 0x100, 0xcafe),
+            (STACK + 0x108, 0x1150),
+        ],
+    );
+    let regs = Regs {
+        ip: 0x1310,
+        sp: STACK,
+        bp: 0,
+        rbx: 0x4242,
+        r11: 0x4242,
+    };
+    let (frames, end) = run_regs(&m, regs, &stack, CopyEnd::MappingEnd);
+    assert_eq!(
+        (addrs(&frames), end),
+        (vec![0x1310, 0x1220, 0x1150], End::Complete)
+    );
+    // fixup called from the probe loop: r11 is caller-saved, unknown there, even when the
+    // sampled r11 would give a CFA in the copy
+    let stack = stack_with(0x2018, &[(STACK + 0x8, 0x1021), (STACK + 0x2008, 0x1150)]);
+    let regs = Regs {
+        r11: STACK - 0x1000,
+        ..regs
+    };
+    let (frames, end) = run_regs(&m, regs, &stack, CopyEnd::MappingEnd);
+    assert_eq!(
+        (addrs(&frames), end),
+        (vec![0x1310, 0x1021], End::BadUnwindInfo)
+    );
 }
 
 #[test]
@@ -552,6 +665,8 @@ fn hostile_registers_and_stacks() {
             ip: special[(next() % special.len() as u64) as usize],
             sp: base,
             bp: special[(next() % special.len() as u64) as usize],
+            rbx: special[(next() % special.len() as u64) as usize],
+            r11: special[(next() % special.len() as u64) as usize],
         };
         let copy = StackCopy {
             base,

@@ -101,17 +101,25 @@ static int create(const char *name)
     return fd;
 }
 
-NOINLINE static void write_dump(const char *name, uint64_t ip, uint64_t sp, uint64_t bp)
+// The registers a dump starts from (the ones the BPF program copies).
+struct hs_regs {
+    uint64_t ip, sp, bp, rbx, r11;
+};
+
+NOINLINE static void write_dump(const char *name, const struct hs_regs *r)
 {
+    uint64_t sp = r->sp;
     size_t maps_len = read_maps();
     uint64_t end = mapping_end(maps_len, sp);
-    uint64_t header[6];
-    memcpy(&header[0], "HSDUMP01", 8);
-    header[1] = ip;
+    uint64_t header[8];
+    memcpy(&header[0], "HSDUMP02", 8);
+    header[1] = r->ip;
     header[2] = sp;
-    header[3] = bp;
-    header[4] = end - sp;
-    header[5] = maps_len;
+    header[3] = r->bp;
+    header[4] = r->rbx;
+    header[5] = r->r11;
+    header[6] = end - sp;
+    header[7] = maps_len;
     char file[256];
     size_t n = strlen(name);
     if (n + 6 > sizeof file)

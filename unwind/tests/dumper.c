@@ -6,7 +6,8 @@
 // frame pointers) and with `-fno-omit-frame-pointer` (where gcc still leaves small leaf
 // functions frameless).
 //
-// A dump: "HSDUMP01", then ip, sp, bp, stack length, maps length (u64, little-endian),
+// A dump: "HSDUMP02", then ip, sp, bp, rbx, r11, stack length, maps length (u64,
+// little-endian),
 // then the stack bytes from sp to the end of the mapping holding sp, then the maps text.
 // Everything is written with raw syscalls (open, read, write): dumps are also taken in
 // signal handlers.
@@ -33,15 +34,17 @@ static volatile long sink;
 // function's own, read by the asm, so the unwinder starts inside hs_dump.
 NOINLINE void hs_dump(const char *name)
 {
-    uint64_t r[3];
+    struct hs_regs r;
     __asm__ volatile("lea 0(%%rip), %%rax\n\t"
                      "mov %%rax, 0(%0)\n\t"
                      "mov %%rsp, 8(%0)\n\t"
                      "mov %%rbp, 16(%0)\n\t"
+                     "mov %%rbx, 24(%0)\n\t"
+                     "mov %%r11, 32(%0)\n\t"
                      :
-                     : "r"(r)
+                     : "r"(&r)
                      : "rax", "memory");
-    write_dump(name, r[0], r[1], r[2]);
+    write_dump(name, &r);
     __asm__ volatile("" ::: "memory"); // r stays live: no tail call
 }
 
@@ -178,15 +181,20 @@ NOINLINE static void on_tick(int sig, siginfo_t *info, void *uc_)
     (void)sig;
     (void)info;
     ucontext_t *uc = uc_;
-    uint64_t ip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-    uint64_t sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
-    uint64_t bp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
+    struct hs_regs r = {
+        .ip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP],
+        .sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP],
+        .bp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP],
+        .rbx = (uint64_t)uc->uc_mcontext.gregs[REG_RBX],
+        .r11 = (uint64_t)uc->uc_mcontext.gregs[REG_R11],
+    };
+    uint64_t ip = r.ip;
     if (done)
         return;
     switch (mode) {
     case LEAF:
         if (ip >= (uint64_t)__start_hs_leaf && ip < (uint64_t)__stop_hs_leaf) {
-            write_dump("leaf", ip, sp, bp);
+            write_dump("leaf", &r);
             done = 1;
         }
         break;
@@ -198,7 +206,7 @@ NOINLINE static void on_tick(int sig, siginfo_t *info, void *uc_)
         break;
     case VDSO:
         if (ip >= vdso_lo && ip < vdso_hi) {
-            write_dump("vdso", ip, sp, bp);
+            write_dump("vdso", &r);
             done = 1;
         }
         break;

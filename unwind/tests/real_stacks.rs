@@ -197,7 +197,17 @@ fn plt_sample(build: Build, d: &Dump, ip: u64, pushed: usize) -> (Regs, Vec<u8>,
         Build::FramePointers => read(&d.copy(), d.regs.bp),
         Build::Plain => d.regs.bp,
     };
-    (Regs { ip, sp, bp }, bytes, sp)
+    // rbx and r11: no CFA on the way is computed from them
+    (
+        Regs {
+            ip,
+            sp,
+            bp,
+            ..d.regs
+        },
+        bytes,
+        sp,
+    )
 }
 
 fn section(path: &str, name: &str) -> (u64, u64) {
@@ -451,6 +461,7 @@ fn many_frames_stop_at_the_depth_limit() {
         ip: 0x1000_0010,
         sp: base,
         bp: base,
+        ..Regs::default()
     };
     let mut out = Vec::new();
     let end = Unwinder::new().unwind(regs, &copy, &mut Anon, &mut out);

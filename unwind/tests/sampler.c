@@ -32,9 +32,14 @@ static void on_tick(int sig, siginfo_t *info, void *uc_)
         char name[32] = "sample-0000";
         for (int i = 10, v = (int)n; i >= 7; i--, v /= 10)
             name[i] = (char)('0' + v % 10);
-        write_dump(name, (uint64_t)uc->uc_mcontext.gregs[REG_RIP],
-                   (uint64_t)uc->uc_mcontext.gregs[REG_RSP],
-                   (uint64_t)uc->uc_mcontext.gregs[REG_RBP]);
+        struct hs_regs r = {
+            .ip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP],
+            .sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP],
+            .bp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP],
+            .rbx = (uint64_t)uc->uc_mcontext.gregs[REG_RBX],
+            .r11 = (uint64_t)uc->uc_mcontext.gregs[REG_R11],
+        };
+        write_dump(name, &r);
         atomic_store(&taken, n + 1);
     }
     atomic_flag_clear(&busy);

@@ -11,7 +11,7 @@ pub const MAX_KERNEL_FRAMES: usize = 127;
 /// Size of [`RawHeader`], the start of every record.
 pub const HEADER_SIZE: usize = 48;
 /// Size of [`RawUserRegs`], after the header in every sample.
-pub const USER_REGS_SIZE: usize = 32;
+pub const USER_REGS_SIZE: usize = 48;
 /// Most stack bytes one sample can carry (`HS_MAX_STACK`).
 pub const MAX_STACK: usize = 65536;
 
@@ -64,6 +64,10 @@ pub struct RawUserRegs {
     pub sp: u64,
     /// User frame pointer (`rbp`).
     pub bp: u64,
+    /// User `rbx`.
+    pub rbx: u64,
+    /// User `r11`.
+    pub r11: u64,
     /// Bytes of stack after the frames.
     pub stack_len: u32,
     /// `HS_REGS_*` | `HS_STACK_END_*` | `HS_STACK_VMA_BUSY`.
@@ -179,6 +183,11 @@ pub struct UserRegs {
     pub sp: u64,
     /// Frame pointer (`rbp`).
     pub bp: u64,
+    /// `rbx`: some CFI computes the CFA from it (ld.so's `_dl_runtime_resolve`).
+    pub rbx: u64,
+    /// `r11`: LLVM's inline stack probe computes the CFA from it. In a kernel-mode
+    /// sample taken in a system call it holds the flags (`syscall` overwrites it).
+    pub r11: u64,
 }
 
 /// Why a sample's stack copy stopped.
@@ -346,6 +355,8 @@ fn decode_flags(regs: &RawUserRegs) -> Result<(Option<UserRegs>, StackEnd), RawE
             ip: regs.ip,
             sp: regs.sp,
             bp: regs.bp,
+            rbx: regs.rbx,
+            r11: regs.r11,
         }),
         _ => return Err(bad()),
     };
@@ -397,7 +408,8 @@ mod tests {
 
     fn regs(ip: u64, sp: u64, bp: u64, stack_len: u32, flags: u32) -> Vec<u8> {
         let mut b = Vec::new();
-        for word in [ip, sp, bp] {
+        // rbx and r11 derived from ip, so that every field differs
+        for word in [ip, sp, bp, ip ^ 0xb0b0, ip ^ 0x1111] {
             b.extend_from_slice(&word.to_ne_bytes());
         }
         b.extend_from_slice(&stack_len.to_ne_bytes());
@@ -477,7 +489,9 @@ mod tests {
             Some(UserRegs {
                 ip: 0x40_1000,
                 sp: 0x7ffc_0000_1000,
-                bp: 0x7ffc_0000_1040
+                bp: 0x7ffc_0000_1040,
+                rbx: 0x40_a0b0,
+                r11: 0x40_0111,
             })
         );
         assert_eq!(
@@ -701,14 +715,16 @@ mod tests {
                 bytes[0..4].copy_from_slice(&KIND_SAMPLE.to_ne_bytes());
                 bytes[40..44].copy_from_slice(&((next() % 40) as u32).to_ne_bytes());
                 bytes[44..48].copy_from_slice(&((next() % 40) as u32).to_ne_bytes());
-                bytes[72..76].copy_from_slice(&((next() % 600) as u32).to_ne_bytes());
+                let (len_at, flags_at) = (HEADER_SIZE + 40, HEADER_SIZE + 44);
+                bytes[len_at..len_at + 4].copy_from_slice(&((next() % 600) as u32).to_ne_bytes());
                 let flags = (next() % 4) as u32 | (((next() % 6) as u32) << 4);
-                bytes[76..80].copy_from_slice(&flags.to_ne_bytes());
+                bytes[flags_at..flags_at + 4].copy_from_slice(&flags.to_ne_bytes());
                 // Sometimes make the length agree with the header.
                 if next() % 2 == 0 {
                     let depth = u32::from_ne_bytes(bytes[40..44].try_into().expect("4"))
                         + u32::from_ne_bytes(bytes[44..48].try_into().expect("4"));
-                    let stack = u32::from_ne_bytes(bytes[72..76].try_into().expect("4"));
+                    let stack =
+                        u32::from_ne_bytes(bytes[len_at..len_at + 4].try_into().expect("4"));
                     bytes.resize(
                         HEADER_SIZE + USER_REGS_SIZE + 8 * depth as usize + stack as usize,
                         0,

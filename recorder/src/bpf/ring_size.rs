@@ -25,7 +25,7 @@ pub fn max_record_bytes(stack_cap: u32) -> u32 {
 }
 
 /// A ring big enough for a sixteenth of a second of samples from every CPU, at the
-/// expected bytes per sample: the header, registers and frames (592 bytes) plus the
+/// expected bytes per sample: the header, registers and frames (608 bytes) plus the
 /// stack copy, `stack_cap` or the 2 KiB a typical stack needs, whichever is less (a
 /// copy ends at the top of the stack's frames, so ring space follows the real stack,
 /// not the cap). Between 1 MiB (2 MiB when stacks are copied) and 64 MiB, and never less

@@ -674,7 +674,7 @@ mod tests {
             validate(&page_ring(65536)),
             Err(BpfError::InvalidOptions(m)) if m.contains("stack_cap 65536")
         ));
-        assert_eq!(max_record_bytes(0), 48 + 32 + 254 * 8);
-        assert_eq!(max_record_bytes(65536), 48 + 32 + 254 * 8 + 65536);
+        assert_eq!(max_record_bytes(0), 48 + 48 + 254 * 8);
+        assert_eq!(max_record_bytes(65536), 48 + 48 + 254 * 8 + 65536);
     }
 }

@@ -11,6 +11,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use hotspot_recorder::bpf::raw::{HEADER_SIZE, USER_REGS_SIZE};
 use hotspot_recorder::bpf::{
     BpfError, BpfSampler, EventSource, RawEvent, RawSample, SamplerOptions, StackEnd, UserRegs,
     ring_bytes_for,
@@ -457,7 +458,9 @@ fn no_samples_lost_at_4999_hz_on_every_cpu() -> Result<()> {
     // Ring bytes of a record (the kernel's 8-byte record header included).
     let ring_bytes: usize = samples
         .iter()
-        .map(|s| 8 + 80 + 8 * (s.user.len() + s.kernel.len()) + s.stack.len())
+        .map(|s| {
+            8 + HEADER_SIZE + USER_REGS_SIZE + 8 * (s.user.len() + s.kernel.len()) + s.stack.len()
+        })
         .sum();
     ensure!(
         lost == 0,

@@ -297,15 +297,22 @@ fn parse_maps(text: &str) -> Vec<Mapping> {
 
 pub fn read_dump(dir: &Path, name: &str) -> Dump {
     let bytes = std::fs::read(dir.join(format!("{name}.dump"))).unwrap();
-    assert_eq!(&bytes[..8], b"HSDUMP01");
+    assert_eq!(&bytes[..8], b"HSDUMP02");
     let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
-    let (ip, sp, bp, stack_len, maps_len) = (word(1), word(2), word(3), word(4), word(5));
-    let stack = bytes[48..48 + stack_len as usize].to_vec();
-    let maps = &bytes[48 + stack_len as usize..];
+    let (ip, sp, bp, rbx, r11) = (word(1), word(2), word(3), word(4), word(5));
+    let (stack_len, maps_len) = (word(6), word(7));
+    let stack = bytes[64..64 + stack_len as usize].to_vec();
+    let maps = &bytes[64 + stack_len as usize..];
     assert_eq!(maps.len() as u64, maps_len);
     Dump {
         name: name.to_string(),
-        regs: Regs { ip, sp, bp },
+        regs: Regs {
+            ip,
+            sp,
+            bp,
+            rbx,
+            r11,
+        },
         stack,
         maps: parse_maps(std::str::from_utf8(maps).unwrap()),
         dir: dir.to_path_buf(),

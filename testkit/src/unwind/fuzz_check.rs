@@ -102,6 +102,8 @@ pub fn outcome(input: &[u8]) -> Option<(usize, hotspot_unwind::End)> {
         ip: u64_at(input, 8),
         sp: STACK,
         bp: u64_at(input, 16),
+        rbx: STACK,
+        r11: STACK,
     };
     let mut out = Vec::new();
     let end = Unwinder::new().unwind(regs, &copy, &mut Space(&module, debug), &mut out);
@@ -144,7 +146,14 @@ pub fn check(input: &[u8]) {
         bytes: stack,
         end,
     };
-    let regs = Regs { ip, sp: STACK, bp };
+    // rbx and r11 in the copy: CFAs computed from them lead somewhere to explore
+    let regs = Regs {
+        ip,
+        sp: STACK,
+        bp,
+        rbx: STACK,
+        r11: STACK,
+    };
     let mut unwinder = Unwinder::new();
     let mut cold = Vec::new();
     let first = unwinder.unwind(regs, &copy, &mut Space(&module, debug), &mut cold);
