@@ -1,8 +1,8 @@
 //! The views' model: the capture's samples counted into time buckets per thread and
 //! stack ([`buckets`]), and each sampled stack interned once into the profile model
-//! ([`crate::model`]); the folds every view draws from ([`fold`], [`timeline`],
-//! [`stream`]) read both, so a refold is a pass over buckets and tables, never over
-//! samples or names.
+//! ([`crate::model`]); the folds every view draws from ([`fold`](mod@fold),
+//! [`timeline`](mod@timeline), [`stream`](mod@stream)) read both, so a refold is a pass
+//! over buckets and tables, never over samples or names.
 
 pub mod buckets;
 pub mod fold;
