@@ -8,7 +8,7 @@
 //! - [`segments`]: the one rule from a file offset (what a capture stores) to an ELF
 //!   virtual address (what symbol and line tables use);
 //! - [`debug_file`]: where a module's separate debug file is (by build-id under a debug
-//!   directory, by `.gnu_debuglink`), and [`debug_file::SymbolDirs`], the index of the
+//!   directory, by `.gnu_debuglink`), and [`symbol_dirs::SymbolDirs`], the index of the
 //!   files under `--symbols` directories;
 //! - [`module_file`]: the module cache, each ELF file opened once for its build-id,
 //!   debug link, segments, debug file and call-frame tables (the latter for the
@@ -28,9 +28,10 @@ pub mod error;
 pub mod module_file;
 pub mod perf_map;
 pub mod segments;
+pub mod symbol_dirs;
 pub mod symbolizer;
 
-pub use debug_file::SymbolDirs;
 pub use error::SymbolsError;
 pub use module_file::{FileKey, ModuleFile, ModuleFiles};
+pub use symbol_dirs::SymbolDirs;
 pub use symbolizer::{Loc, Named, Plan, Symbolizer};
