@@ -1,0 +1,586 @@
+//! The headless outputs under `--metric cpu|off-cpu|wall`, on a synthetic capture with
+//! off-CPU data (testkit's `synthetic::off_cpu`): `cpu` ignores the off-CPU records
+//! exactly, the other metrics count their periods, every format splits blocked time by
+//! state, nanoseconds are periods × the off-CPU period, and hostile values neither panic
+//! nor wrap.
+
+mod export_common;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use hotspot_format::ThreadState;
+use hotspot_replay::export::{
+    DiffFormat, ExportError, ExportOptions, Format, Scan, Selection, Slice, TimeSpec, pprof,
+};
+use hotspot_replay::metric::{self, Metric, OFF_CPU_MODULE, state_frame};
+use hotspot_testkit::synthetic::off_cpu::{self, Built, Config};
+use serde_json::Value;
+
+const FORMATS: [Format; 6] = [
+    Format::Text,
+    Format::Json,
+    Format::Folded,
+    Format::Svg,
+    Format::Pprof,
+    Format::Speedscope,
+];
+
+fn scan(bytes: &[u8], sel: &Selection, order: bool) -> Scan {
+    Scan::from_bytes(bytes, sel.scan_options(order), &mut |_, _| {}).expect("scan")
+}
+
+fn render(bytes: &[u8], sel: &Selection, format: Format) -> Vec<u8> {
+    let scan = scan(bytes, sel, format.needs_order());
+    let slice = Slice::new(&scan, sel).expect("slice");
+    format
+        .render(&slice, &ExportOptions::default())
+        .unwrap_or_else(|e| panic!("{format:?}: {e}"))
+}
+
+fn text(bytes: &[u8], sel: &Selection, format: Format) -> String {
+    String::from_utf8(render(bytes, sel, format)).expect("utf-8")
+}
+
+fn metric(m: Metric) -> Selection {
+    Selection {
+        metric: m,
+        ..Selection::default()
+    }
+}
+
+fn built() -> Built {
+    off_cpu::build(&Config::default())
+}
+
+/// Periods of the off-CPU samples per state.
+fn periods_by_state(b: &Built) -> BTreeMap<ThreadState, u64> {
+    let mut m = BTreeMap::new();
+    for s in &b.off_cpu {
+        *m.entry(s.state).or_default() += u64::from(s.periods);
+    }
+    m
+}
+
+fn off_periods(b: &Built) -> u64 {
+    b.off_cpu.iter().map(|s| u64::from(s.periods)).sum()
+}
+
+#[test]
+fn cpu_outputs_ignore_the_off_cpu_records_exactly() {
+    let b = built();
+    assert!(!b.off_cpu.is_empty());
+    let selections = [
+        Selection::default(),
+        Selection {
+            no_kernel: true,
+            ..Selection::default()
+        },
+        Selection {
+            from: Some(TimeSpec::Offset(0.2)),
+            to: Some(TimeSpec::Offset(0.7)),
+            tids: vec![hotspot_testkit::synthetic::TIDS[1]],
+            ..Selection::default()
+        },
+    ];
+    for sel in &selections {
+        for f in FORMATS {
+            let with = render(&b.bytes, sel, f);
+            assert_eq!(with, render(&b.cpu_only, sel, f), "{f:?} {sel:?}");
+            // And the same under an explicit `--metric cpu` (the default).
+            let explicit = Selection {
+                metric: Metric::Cpu,
+                ..sel.clone()
+            };
+            assert_eq!(with, render(&b.bytes, &explicit, f), "{f:?}");
+        }
+    }
+    // The off-CPU metrics really see something else.
+    assert_ne!(
+        render(&b.bytes, &metric(Metric::Wall), Format::Folded),
+        render(&b.bytes, &Selection::default(), Format::Folded)
+    );
+}
+
+#[test]
+fn totals_are_the_periods_the_metric_counts() {
+    let b = built();
+    let off = off_periods(&b);
+    let cpu = b.samples.len() as u64;
+    for (m, want) in [
+        (Metric::Cpu, cpu),
+        (Metric::OffCpu, off),
+        (Metric::Wall, cpu + off),
+    ] {
+        let sel = metric(m);
+        let s = scan(&b.bytes, &sel, false);
+        let slice = Slice::new(&s, &sel).expect("slice");
+        assert_eq!(slice.total, want, "{m}");
+        assert_eq!(s.samples, want, "{m}");
+        // Whatever the metric, info's counters see every off-CPU sample.
+        let seen: u64 = s.counts.off_cpu_seen.values().map(|v| v.1).sum();
+        assert_eq!(seen, off);
+    }
+}
+
+#[test]
+fn a_metric_without_off_cpu_data_is_refused_in_one_line() {
+    let b = built();
+    for m in [Metric::OffCpu, Metric::Wall] {
+        let sel = metric(m);
+        let s = scan(&b.cpu_only, &sel, false);
+        let e = Slice::new(&s, &sel).expect_err("no off-CPU data");
+        assert!(matches!(e, ExportError::NoOffCpu(_)), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.contains("has no off-CPU data: record with --off-cpu"), "{msg}");
+        assert!(!msg.contains('\n'));
+    }
+}
+
+#[test]
+fn folded_lines_end_in_state_frames_and_count_periods() {
+    let b = built();
+    let want = periods_by_state(&b);
+    for m in [Metric::OffCpu, Metric::Wall] {
+        let out = text(&b.bytes, &metric(m), Format::Folded);
+        let mut by_state: BTreeMap<ThreadState, u64> = BTreeMap::new();
+        let mut on_cpu = 0;
+        for line in out.lines() {
+            let (stack, n) = line.rsplit_once(' ').expect("count");
+            let n: u64 = n.parse().expect("number");
+            let leaf = stack.rsplit(';').next().expect("leaf");
+            match ThreadState::ALL
+                .into_iter()
+                .find(|&s| state_frame(s) == leaf)
+            {
+                Some(s) => *by_state.entry(s).or_default() += n,
+                None => on_cpu += n,
+            }
+        }
+        assert_eq!(by_state, want, "{m}");
+        let cpu = if m == Metric::Wall {
+            b.samples.len() as u64
+        } else {
+            0
+        };
+        assert_eq!(on_cpu, cpu, "{m}");
+        // The pipe read waits in its function, under the kernel's schedule.
+        assert!(
+            out.lines()
+                .any(|l| l.contains(&format!("fx_read_pipe;schedule;{}", state_frame(ThreadState::Sleeping)))),
+            "{m}: {out}"
+        );
+    }
+}
+
+#[test]
+fn text_names_the_metric_and_gives_time() {
+    let b = built();
+    let out = text(&b.bytes, &metric(Metric::OffCpu), Format::Text);
+    let head = out.lines().next().expect("header");
+    let off = off_periods(&b);
+    let by = periods_by_state(&b);
+    assert!(
+        head.contains(&format!("off-CPU time, {off} periods of ")),
+        "{head}"
+    );
+    let states = format!(
+        "(S {}, D {}, R {})",
+        by[&ThreadState::Sleeping],
+        by[&ThreadState::Uninterruptible],
+        by[&ThreadState::Runnable]
+    );
+    assert!(head.contains(&states), "{head}");
+    assert!(head.contains("3 off-CPU records lost"), "{head}");
+    assert!(out.lines().nth(1).expect("columns").contains("self s"));
+    // The S row: its periods and their seconds.
+    let row = out
+        .lines()
+        .find(|l| l.contains(state_frame(ThreadState::Sleeping)))
+        .expect("S row");
+    let fields: Vec<&str> = row.split_whitespace().collect();
+    let n: u64 = fields[1].parse().expect("self");
+    assert_eq!(n, by[&ThreadState::Sleeping]);
+    let secs: f64 = fields[2].parse().expect("self s");
+    let want = n as f64 * b.period_ns as f64 / 1e9;
+    assert!((secs - want).abs() < 0.0006, "{secs} vs {want}");
+    let wall = text(&b.bytes, &metric(Metric::Wall), Format::Text);
+    let head = wall.lines().next().expect("header");
+    assert!(
+        head.contains(&format!("wall-clock time, {} periods", off + b.samples.len() as u64)),
+        "{head}"
+    );
+    assert!(head.contains(&format!("(CPU {}, S ", b.samples.len())), "{head}");
+}
+
+#[test]
+fn json_gives_nanoseconds_and_splits_by_state() {
+    let b = built();
+    let p = b.period_ns;
+    let cpu_doc: Value =
+        serde_json::from_slice(&render(&b.bytes, &Selection::default(), Format::Json)).unwrap();
+    for key in ["metric", "period_ns"] {
+        assert!(cpu_doc.get(key).is_none(), "a cpu document has no {key}");
+    }
+    assert!(cpu_doc["totals"].get("samples_ns").is_none());
+    let by = periods_by_state(&b);
+    for m in [Metric::OffCpu, Metric::Wall] {
+        let doc: Value = serde_json::from_slice(&render(&b.bytes, &metric(m), Format::Json))
+            .expect("json");
+        assert_eq!(doc["metric"], m.name());
+        assert_eq!(doc["period_ns"], p);
+        let t = &doc["totals"];
+        let samples = t["samples"].as_u64().unwrap();
+        assert_eq!(t["samples_ns"].as_u64().unwrap(), samples * p);
+        let split = &t["split"];
+        for s in ThreadState::ALL {
+            let key = s.letter().to_string();
+            assert_eq!(split[&key].as_u64().unwrap(), by[&s], "{m} {key}");
+            assert_eq!(t["split_ns"][&key].as_u64().unwrap(), by[&s] * p);
+        }
+        let cpu = if m == Metric::Wall {
+            b.samples.len() as u64
+        } else {
+            0
+        };
+        assert_eq!(split["cpu"].as_u64().unwrap(), cpu);
+        assert_eq!(split["off_cpu"].as_u64().unwrap(), off_periods(&b));
+        for f in doc["functions"].as_array().unwrap() {
+            let (s, tot) = (f["self"].as_u64().unwrap(), f["total"].as_u64().unwrap());
+            assert_eq!(f["self_ns"].as_u64().unwrap(), s * p);
+            assert_eq!(f["total_ns"].as_u64().unwrap(), tot * p);
+            let ts = &f["total_split"];
+            let parts: u64 = ["cpu", "S", "D", "R"]
+                .iter()
+                .map(|k| ts[k].as_u64().unwrap())
+                .sum();
+            assert_eq!(parts, tot, "{m}: {f}");
+            if let Some(state) = metric::state_of_frame(
+                f["module"].as_str().unwrap(),
+                f["name"].as_str().unwrap(),
+            ) {
+                assert_eq!(s, by[&state]);
+                assert_eq!(ts[&state.letter().to_string()].as_u64().unwrap(), s);
+            }
+        }
+        // Per thread: the thread's own off-CPU periods by state.
+        for th in doc["threads"].as_array().unwrap() {
+            let tid = th["tid"].as_u64().unwrap() as u32;
+            for s in ThreadState::ALL {
+                let want: u64 = b
+                    .off_cpu
+                    .iter()
+                    .filter(|o| o.sample.tid == tid && o.state == s)
+                    .map(|o| u64::from(o.periods))
+                    .sum();
+                let key = s.letter().to_string();
+                assert_eq!(th["split"][&key].as_u64().unwrap(), want, "{tid} {key}");
+            }
+            let n = th["samples"].as_u64().unwrap();
+            assert_eq!(th["samples_ns"].as_u64().unwrap(), n * p);
+        }
+        let root = &doc["tree"][0];
+        assert_eq!(root["total"].as_u64().unwrap(), samples);
+        assert_eq!(root["total_ns"].as_u64().unwrap(), samples * p);
+    }
+}
+
+fn decode_pprof(bytes: &[u8]) -> pprof::Profile {
+    let mut raw = Vec::new();
+    flate2_decode(bytes, &mut raw);
+    prost::Message::decode(raw.as_slice()).expect("profile")
+}
+
+fn flate2_decode(bytes: &[u8], out: &mut Vec<u8>) {
+    let mut gz = flate2::read::GzDecoder::new(bytes);
+    gz.read_to_end(out).expect("gunzip");
+}
+
+#[test]
+fn pprof_samples_carry_four_values_and_state_leaves() {
+    let b = built();
+    let p = b.period_ns as i64;
+    let by = periods_by_state(&b);
+    for m in [Metric::OffCpu, Metric::Wall] {
+        let prof = decode_pprof(&render(&b.bytes, &metric(m), Format::Pprof));
+        let s = |i: i64| prof.string_table[i as usize].as_str();
+        let types: Vec<(&str, &str)> = prof
+            .sample_type
+            .iter()
+            .map(|t| (s(t.r#type), s(t.unit)))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ("samples", "count"),
+                ("cpu", "nanoseconds"),
+                ("off_cpu", "nanoseconds"),
+                ("wall", "nanoseconds")
+            ]
+        );
+        let preferred = if m == Metric::Wall { "wall" } else { "off_cpu" };
+        assert_eq!(s(prof.default_sample_type), preferred);
+        assert_eq!(prof.period, p);
+        let function_of = |loc: u64| {
+            let l = &prof.location[loc as usize - 1];
+            let f = &prof.function[l.line[0].function_id as usize - 1];
+            (s(f.name).to_string(), s(f.filename).to_string())
+        };
+        let mut off_by_state: BTreeMap<String, i64> = BTreeMap::new();
+        let mut cpu_ns = 0;
+        for sample in &prof.sample {
+            let v = &sample.value;
+            assert_eq!(v.len(), 4);
+            assert_eq!(v[3], v[0] * p, "wall = periods × period");
+            assert_eq!(v[1] + v[2], v[3], "cpu + off-CPU = wall");
+            cpu_ns += v[1];
+            let state = sample
+                .label
+                .iter()
+                .find(|l| s(l.key) == "state")
+                .map(|l| s(l.str).to_string());
+            let (leaf, module) = function_of(sample.location_id[0]);
+            match state {
+                Some(letter) => {
+                    assert_eq!(v[1], 0);
+                    let st = ThreadState::ALL
+                        .into_iter()
+                        .find(|x| x.letter().to_string() == letter)
+                        .expect("a state letter");
+                    assert_eq!(leaf, state_frame(st));
+                    assert_eq!(module, OFF_CPU_MODULE);
+                    *off_by_state.entry(letter).or_default() += v[2];
+                }
+                None => {
+                    assert_eq!(v[2], 0);
+                    assert!(!leaf.starts_with("[off-CPU"));
+                }
+            }
+        }
+        let want: BTreeMap<String, i64> = by
+            .iter()
+            .map(|(s, n)| (s.letter().to_string(), *n as i64 * p))
+            .collect();
+        assert_eq!(off_by_state, want, "{m}");
+        let want_cpu = if m == Metric::Wall {
+            b.samples.len() as i64 * p
+        } else {
+            0
+        };
+        assert_eq!(cpu_ns, want_cpu);
+    }
+}
+
+/// `go tool pprof` (Debian's golang-go, which `.ci/run` installs) reads the four sample
+/// types, and its totals per type are ours.
+#[test]
+fn go_tool_pprof_reads_every_sample_type() {
+    let b = built();
+    let dir = export_common::tmp("off-cpu-pprof");
+    let file = dir.join("wall.pb.gz");
+    std::fs::write(&file, render(&b.bytes, &metric(Metric::Wall), Format::Pprof)).unwrap();
+    let p = b.period_ns;
+    let off = off_periods(&b);
+    let cpu = b.samples.len() as u64;
+    for (index, want_ns) in [
+        ("cpu", cpu * p),
+        ("off_cpu", off * p),
+        ("wall", (cpu + off) * p),
+    ] {
+        let out = export_common::run(
+            std::process::Command::new("go")
+                .args(["tool", "pprof", "-raw"])
+                .arg(format!("-sample_index={index}"))
+                .arg(&file)
+                .env("HOME", &dir)
+                .env("PPROF_TMPDIR", &dir),
+        );
+        let raw = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            raw.contains("samples/count cpu/nanoseconds off_cpu/nanoseconds wall/nanoseconds"),
+            "{raw}"
+        );
+        // -raw lists each sample as "values: location ids"; sum the chosen column.
+        let column = ["samples", "cpu", "off_cpu", "wall"]
+            .iter()
+            .position(|c| *c == index)
+            .unwrap();
+        let mut total = 0u64;
+        let mut in_samples = false;
+        for line in raw.lines() {
+            if line.starts_with("Samples:") {
+                in_samples = true;
+                continue;
+            }
+            if line.starts_with("Locations") {
+                break;
+            }
+            if !in_samples {
+                continue;
+            }
+            if let Some((values, _)) = line.split_once(':') {
+                let v: Vec<u64> = values
+                    .split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                if v.len() == 4 {
+                    total += v[column];
+                }
+            }
+        }
+        assert_eq!(total, want_ns, "{index}");
+    }
+}
+
+#[test]
+fn speedscope_weights_are_nanoseconds() {
+    let b = built();
+    let p = b.period_ns;
+    for (m, periods) in [
+        (Metric::OffCpu, off_periods(&b)),
+        (Metric::Wall, off_periods(&b) + b.samples.len() as u64),
+    ] {
+        let doc: Value =
+            serde_json::from_slice(&render(&b.bytes, &metric(m), Format::Speedscope))
+                .expect("json");
+        assert!(
+            doc["name"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("({} time)", m.label()))
+        );
+        let frames = doc["shared"]["frames"].as_array().unwrap();
+        let mut sum = 0;
+        let mut state_weight = 0;
+        for prof in doc["profiles"].as_array().unwrap() {
+            assert_eq!(prof["unit"], "nanoseconds");
+            let weights: Vec<u64> = prof["weights"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| w.as_u64().unwrap())
+                .collect();
+            assert_eq!(prof["endValue"].as_u64().unwrap(), weights.iter().sum::<u64>());
+            for (w, stack) in weights.iter().zip(prof["samples"].as_array().unwrap()) {
+                assert_eq!(w % p, 0, "a weight is whole periods");
+                let leaf = stack.as_array().unwrap().last().unwrap().as_u64().unwrap();
+                let name = frames[leaf as usize]["name"].as_str().unwrap();
+                if name.starts_with("[off-CPU: ") {
+                    state_weight += w;
+                }
+            }
+            sum += weights.iter().sum::<u64>();
+        }
+        assert_eq!(sum, periods * p, "{m}");
+        assert_eq!(state_weight, off_periods(&b) * p, "{m}");
+    }
+}
+
+#[test]
+fn svg_names_the_metric_and_colours_states() {
+    let b = built();
+    let svg = text(&b.bytes, &metric(Metric::OffCpu), Format::Svg);
+    assert!(svg.contains("(off-CPU time)"));
+    assert!(svg.contains("periods"));
+    // Each state frame is filled with its colour.
+    for (s, rgb) in [
+        (ThreadState::Sleeping, "rgb(90,140,230)"),
+        (ThreadState::Uninterruptible, "rgb(220,50,50)"),
+        (ThreadState::Runnable, "rgb(240,160,40)"),
+    ] {
+        let name = state_frame(s);
+        let at = svg.find(&format!("<title>{name}")).unwrap_or_else(|| panic!("{name}"));
+        let rest = &svg[at..];
+        let rect = &rest[..rest.find("</g>").unwrap()];
+        assert!(rect.contains(rgb), "{name}: {rect}");
+    }
+    // Deterministic, as every other output.
+    assert_eq!(svg, text(&b.bytes, &metric(Metric::OffCpu), Format::Svg));
+}
+
+#[test]
+fn diff_compares_both_sides_under_one_metric() {
+    let b = built();
+    let other = off_cpu::build(&Config {
+        base: hotspot_testkit::synthetic::Config {
+            seed: 7,
+            ..Config::default().base
+        },
+        ..Config::default()
+    });
+    let sel = metric(Metric::OffCpu);
+    let (sa, sb) = (scan(&b.bytes, &sel, false), scan(&other.bytes, &sel, false));
+    let (a, c) = (Slice::new(&sa, &sel).unwrap(), Slice::new(&sb, &sel).unwrap());
+    let out = export_common::diff_out(DiffFormat::Text, &a, &c, None);
+    let head = out.lines().next().unwrap();
+    assert!(head.starts_with("off-CPU time; base: "), "{head}");
+    assert!(head.contains(&format!("({} periods,", off_periods(&b))), "{head}");
+    assert!(head.contains(&format!("({} periods,", off_periods(&other))), "{head}");
+    let doc: Value =
+        serde_json::from_str(&export_common::diff_out(DiffFormat::Json, &a, &c, None)).unwrap();
+    assert_eq!(doc["metric"], "off-cpu");
+    assert_eq!(doc["base"]["samples"].as_u64().unwrap(), off_periods(&b));
+    assert_eq!(
+        doc["new"]["samples_ns"].as_u64().unwrap(),
+        off_periods(&other) * other.period_ns
+    );
+    let folded = export_common::diff_out(DiffFormat::Folded, &a, &c, None);
+    let (mut na, mut nb) = (0, 0);
+    for line in folded.lines() {
+        let mut f = line.rsplitn(3, ' ');
+        nb += f.next().unwrap().parse::<u64>().unwrap();
+        na += f.next().unwrap().parse::<u64>().unwrap();
+    }
+    assert_eq!((na, nb), (off_periods(&b), off_periods(&other)));
+    // A CPU diff of the two is the diff of their CPU-only forms.
+    let cpu = Selection::default();
+    let (ca, cb) = (scan(&b.bytes, &cpu, false), scan(&other.bytes, &cpu, false));
+    let (xa, xb) = (scan(&b.cpu_only, &cpu, false), scan(&other.cpu_only, &cpu, false));
+    let (ca, cb) = (Slice::new(&ca, &cpu).unwrap(), Slice::new(&cb, &cpu).unwrap());
+    let (xa, xb) = (Slice::new(&xa, &cpu).unwrap(), Slice::new(&xb, &cpu).unwrap());
+    for f in [DiffFormat::Text, DiffFormat::Json, DiffFormat::Folded] {
+        assert_eq!(
+            export_common::diff_out(f, &ca, &cb, None),
+            export_common::diff_out(f, &xa, &xb, None)
+        );
+    }
+}
+
+/// The documents of every metric against the schemas `docs/json-schema.md` prints.
+#[test]
+fn documents_match_the_documented_schemas() {
+    let b = built();
+    let dir = export_common::tmp("off-cpu-schemas");
+    let check = |schema: &str, name: &str, doc: &[u8]| {
+        let schema_path = dir.join(format!("{schema}.schema.json"));
+        std::fs::write(
+            &schema_path,
+            export_common::documented_schema(schema).to_string(),
+        )
+        .expect("write schema");
+        let path = dir.join(name);
+        std::fs::write(&path, doc).expect("write document");
+        export_common::ajv_validate(&schema_path, &path);
+    };
+    for m in Metric::ALL {
+        let sel = metric(m);
+        check(
+            "hotspot-report",
+            &format!("report-{m}.json"),
+            &render(&b.bytes, &sel, Format::Json),
+        );
+        let s = scan(&b.bytes, &sel, false);
+        let slice = Slice::new(&s, &sel).expect("slice");
+        let diff = export_common::diff_out(DiffFormat::Json, &slice, &slice, None);
+        check("hotspot-diff", &format!("diff-{m}.json"), diff.as_bytes());
+    }
+    for (name, bytes) in [("with", &b.bytes), ("without", &b.cpu_only)] {
+        let options = hotspot_replay::export::ScanOptions {
+            measure_sizes: true,
+            ..Default::default()
+        };
+        let s = Scan::from_bytes(bytes, options, &mut |_, _| {}).expect("scan");
+        let doc = hotspot_replay::info::scan_json(&s);
+        check("hotspot-info", &format!("info-{name}.json"), doc.as_bytes());
+    }
+}
