@@ -242,7 +242,8 @@ pub struct DiffArgs {
 }
 
 fn parse_metric(s: &str) -> Result<Metric, String> {
-    s.parse().map_err(|e: hotspot_replay::metric::UnknownMetric| e.to_string())
+    s.parse()
+        .map_err(|e: hotspot_replay::metric::UnknownMetric| e.to_string())
 }
 
 fn parse_time(s: &str) -> Result<TimeSpec, String> {

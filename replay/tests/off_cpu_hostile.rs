@@ -4,7 +4,9 @@
 //! wrapping.
 
 use hotspot_format::ThreadTimes;
-use hotspot_replay::export::{DiffFormat, ExportOptions, Format, Scan, ScanOptions, Selection, Slice};
+use hotspot_replay::export::{
+    DiffFormat, ExportOptions, Format, Scan, ScanOptions, Selection, Slice,
+};
 use hotspot_replay::info;
 use hotspot_replay::metric::Metric;
 use hotspot_testkit::synthetic::off_cpu::{self, Config};
@@ -37,8 +39,9 @@ fn every_output_survives_hostile_periods() {
             Format::Pprof,
             Format::Speedscope,
         ] {
-            let scan = Scan::from_bytes(&b.bytes, sel.scan_options(f.needs_order()), &mut |_, _| {})
-                .expect("scan");
+            let scan =
+                Scan::from_bytes(&b.bytes, sel.scan_options(f.needs_order()), &mut |_, _| {})
+                    .expect("scan");
             let slice = Slice::new(&scan, &sel).expect("slice");
             let out = f
                 .render(&slice, &ExportOptions::default())
@@ -51,8 +54,8 @@ fn every_output_survives_hostile_periods() {
                 assert_eq!(doc["period_ns"], u64::MAX);
             }
         }
-        let scan = Scan::from_bytes(&b.bytes, sel.scan_options(false), &mut |_, _| {})
-            .expect("scan");
+        let scan =
+            Scan::from_bytes(&b.bytes, sel.scan_options(false), &mut |_, _| {}).expect("scan");
         let slice = Slice::new(&scan, &sel).expect("slice");
         for f in [DiffFormat::Text, DiffFormat::Json, DiffFormat::Folded] {
             f.render(&slice, &slice, &ExportOptions::default())
@@ -86,7 +89,8 @@ fn info_survives_thread_times_near_overflow() {
     }))
     .expect("push");
     for t in [extra(1), extra(1), extra(77)] {
-        w.push(hotspot_format::Record::ThreadTimes(t)).expect("push");
+        w.push(hotspot_format::Record::ThreadTimes(t))
+            .expect("push");
     }
     let small = w.finish(0, 0, 0).expect("finish");
     for data in [&b.bytes, &small] {

@@ -175,9 +175,8 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
                 name: info.map(|t| display(t.name())).unwrap_or_default(),
                 samples: n,
                 pct: pct(n, total),
-                timed: period.map(|p| {
-                    Timed::of(&thread_splits.get(&tid).copied().unwrap_or_default(), p)
-                }),
+                timed: period
+                    .map(|p| Timed::of(&thread_splits.get(&tid).copied().unwrap_or_default(), p)),
             }
         })
         .collect();

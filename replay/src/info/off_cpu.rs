@@ -55,9 +55,9 @@ pub(super) fn text(o: &mut String, f: &Facts) {
         return;
     };
     let seen = &f.counts.off_cpu_seen;
-    let (samples, periods) = seen
-        .values()
-        .fold((0u64, 0u64), |a, b| (a.0.saturating_add(b.0), a.1.saturating_add(b.1)));
+    let (samples, periods) = seen.values().fold((0u64, 0u64), |a, b| {
+        (a.0.saturating_add(b.0), a.1.saturating_add(b.1))
+    });
     let _ = write!(
         o,
         "off-CPU:    period {} ({} ns); {samples} samples standing for {periods} periods \

@@ -5,8 +5,8 @@
 //! off-CPU ones (kinds 16 to 19), so a test can check that CPU outputs ignore them.
 
 use hotspot_format::{
-    Frame, FrameAddr, LostOffCpu, OffCpu, OffCpuSample, Record, Sample, SourceLoc, Stack,
-    Symbol, ThreadState, ThreadTimes, Writer,
+    Frame, FrameAddr, LostOffCpu, OffCpu, OffCpuSample, Record, Sample, SourceLoc, Stack, Symbol,
+    ThreadState, ThreadTimes, Writer,
 };
 
 use crate::synthetic::{self, Rng};
