@@ -83,11 +83,12 @@ fn the_default_metric_is_cpu_and_ignores_off_cpu_data() {
 #[test]
 fn off_cpu_and_wall_reach_report_and_diff() {
     let (_dir, with, _) = captures("metric-reach");
-    let text = String::from_utf8(ok(&["report", s(&with), "--metric", "off-cpu"])).unwrap();
+    let text =
+        String::from_utf8(ok(&["report", s(&with), "--metric", "off-cpu"])).expect("UTF-8 output");
     assert!(
         text.lines()
             .next()
-            .unwrap()
+            .expect("a header")
             .starts_with("c.hsp: off-CPU time, "),
         "{text}"
     );
@@ -99,11 +100,12 @@ fn off_cpu_and_wall_reach_report_and_diff() {
         "--format",
         "folded",
     ]))
-    .unwrap();
+    .expect("UTF-8 output");
     assert!(folded.contains(";[off-CPU: D uninterruptible] "));
-    let diff = String::from_utf8(ok(&["diff", s(&with), s(&with), "--metric", "wall"])).unwrap();
+    let diff = String::from_utf8(ok(&["diff", s(&with), s(&with), "--metric", "wall"]))
+        .expect("UTF-8 output");
     assert!(diff.starts_with("wall-clock time; base: c.hsp ("), "{diff}");
-    let info = String::from_utf8(ok(&["info", s(&with)])).unwrap();
+    let info = String::from_utf8(ok(&["info", s(&with)])).expect("UTF-8 output");
     assert!(
         info.contains("\nthread times: measured in the kernel"),
         "{info}"
@@ -142,6 +144,6 @@ fn a_metric_the_capture_cannot_give_is_one_line_of_error() {
         err.contains("unknown metric 'offcpu': expected cpu, off-cpu or wall"),
         "{err}"
     );
-    let info = String::from_utf8(ok(&["info", s(&without)])).unwrap();
+    let info = String::from_utf8(ok(&["info", s(&without)])).expect("UTF-8 output");
     assert!(info.contains("\noff-CPU:    no off-CPU data (recorded without --off-cpu)\n"));
 }

@@ -26,6 +26,11 @@ const FORMATS: [Format; 6] = [
     Format::Speedscope,
 ];
 
+/// A JSON count, or a panic naming what was there instead.
+fn count(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
 fn scan(bytes: &[u8], sel: &Selection, order: bool) -> Scan {
     Scan::from_bytes(bytes, sel.scan_options(order), &mut |_, _| {}).expect("scan")
 }
@@ -250,7 +255,8 @@ fn json_gives_nanoseconds_and_splits_by_state() {
     let b = built();
     let p = b.period_ns;
     let cpu_doc: Value =
-        serde_json::from_slice(&render(&b.bytes, &Selection::default(), Format::Json)).unwrap();
+        serde_json::from_slice(&render(&b.bytes, &Selection::default(), Format::Json))
+            .expect("json");
     for key in ["metric", "period_ns"] {
         assert!(cpu_doc.get(key).is_none(), "a cpu document has no {key}");
     }
@@ -262,41 +268,39 @@ fn json_gives_nanoseconds_and_splits_by_state() {
         assert_eq!(doc["metric"], m.name());
         assert_eq!(doc["period_ns"], p);
         let t = &doc["totals"];
-        let samples = t["samples"].as_u64().unwrap();
-        assert_eq!(t["samples_ns"].as_u64().unwrap(), samples * p);
+        let samples = count(&t["samples"]);
+        assert_eq!(count(&t["samples_ns"]), samples * p);
         let split = &t["split"];
         for s in ThreadState::ALL {
             let key = s.letter().to_string();
-            assert_eq!(split[&key].as_u64().unwrap(), by[&s], "{m} {key}");
-            assert_eq!(t["split_ns"][&key].as_u64().unwrap(), by[&s] * p);
+            assert_eq!(count(&split[&key]), by[&s], "{m} {key}");
+            assert_eq!(count(&t["split_ns"][&key]), by[&s] * p);
         }
         let cpu = if m == Metric::Wall {
             b.samples.len() as u64
         } else {
             0
         };
-        assert_eq!(split["cpu"].as_u64().unwrap(), cpu);
-        assert_eq!(split["off_cpu"].as_u64().unwrap(), off_periods(&b));
-        for f in doc["functions"].as_array().unwrap() {
-            let (s, tot) = (f["self"].as_u64().unwrap(), f["total"].as_u64().unwrap());
-            assert_eq!(f["self_ns"].as_u64().unwrap(), s * p);
-            assert_eq!(f["total_ns"].as_u64().unwrap(), tot * p);
+        assert_eq!(count(&split["cpu"]), cpu);
+        assert_eq!(count(&split["off_cpu"]), off_periods(&b));
+        for f in doc["functions"].as_array().expect("an array") {
+            let (s, tot) = (count(&f["self"]), count(&f["total"]));
+            assert_eq!(count(&f["self_ns"]), s * p);
+            assert_eq!(count(&f["total_ns"]), tot * p);
             let ts = &f["total_split"];
-            let parts: u64 = ["cpu", "S", "D", "R"]
-                .iter()
-                .map(|k| ts[k].as_u64().unwrap())
-                .sum();
+            let parts: u64 = ["cpu", "S", "D", "R"].iter().map(|k| count(&ts[k])).sum();
             assert_eq!(parts, tot, "{m}: {f}");
-            if let Some(state) =
-                metric::state_of_frame(f["module"].as_str().unwrap(), f["name"].as_str().unwrap())
-            {
+            if let Some(state) = metric::state_of_frame(
+                f["module"].as_str().expect("a string"),
+                f["name"].as_str().expect("a string"),
+            ) {
                 assert_eq!(s, by[&state]);
-                assert_eq!(ts[&state.letter().to_string()].as_u64().unwrap(), s);
+                assert_eq!(count(&ts[&state.letter().to_string()]), s);
             }
         }
         // Per thread: the thread's own off-CPU periods by state.
-        for th in doc["threads"].as_array().unwrap() {
-            let tid = th["tid"].as_u64().unwrap() as u32;
+        for th in doc["threads"].as_array().expect("an array") {
+            let tid = count(&th["tid"]) as u32;
             for s in ThreadState::ALL {
                 let want: u64 = b
                     .off_cpu
@@ -305,14 +309,14 @@ fn json_gives_nanoseconds_and_splits_by_state() {
                     .map(|o| u64::from(o.periods))
                     .sum();
                 let key = s.letter().to_string();
-                assert_eq!(th["split"][&key].as_u64().unwrap(), want, "{tid} {key}");
+                assert_eq!(count(&th["split"][&key]), want, "{tid} {key}");
             }
-            let n = th["samples"].as_u64().unwrap();
-            assert_eq!(th["samples_ns"].as_u64().unwrap(), n * p);
+            let n = count(&th["samples"]);
+            assert_eq!(count(&th["samples_ns"]), n * p);
         }
         let root = &doc["tree"][0];
-        assert_eq!(root["total"].as_u64().unwrap(), samples);
-        assert_eq!(root["total_ns"].as_u64().unwrap(), samples * p);
+        assert_eq!(count(&root["total"]), samples);
+        assert_eq!(count(&root["total_ns"]), samples * p);
     }
 }
 
@@ -413,7 +417,7 @@ fn go_tool_pprof_reads_every_sample_type() {
         &file,
         render(&b.bytes, &metric(Metric::Wall), Format::Pprof),
     )
-    .unwrap();
+    .expect("write the profile");
     let p = b.period_ns;
     let off = off_periods(&b);
     let cpu = b.samples.len() as u64;
@@ -439,7 +443,7 @@ fn go_tool_pprof_reads_every_sample_type() {
         let column = ["samples", "cpu", "off_cpu", "wall"]
             .iter()
             .position(|c| *c == index)
-            .unwrap();
+            .expect("a sample type");
         let mut total = 0u64;
         let mut in_samples = false;
         for line in raw.lines() {
@@ -480,28 +484,33 @@ fn speedscope_weights_are_nanoseconds() {
         assert!(
             doc["name"]
                 .as_str()
-                .unwrap()
+                .expect("present")
                 .ends_with(&format!("({} time)", m.label()))
         );
-        let frames = doc["shared"]["frames"].as_array().unwrap();
+        let frames = doc["shared"]["frames"].as_array().expect("an array");
         let mut sum = 0;
         let mut state_weight = 0;
-        for prof in doc["profiles"].as_array().unwrap() {
+        for prof in doc["profiles"].as_array().expect("an array") {
             assert_eq!(prof["unit"], "nanoseconds");
             let weights: Vec<u64> = prof["weights"]
                 .as_array()
-                .unwrap()
+                .expect("present")
                 .iter()
-                .map(|w| w.as_u64().unwrap())
+                .map(count)
                 .collect();
-            assert_eq!(
-                prof["endValue"].as_u64().unwrap(),
-                weights.iter().sum::<u64>()
-            );
-            for (w, stack) in weights.iter().zip(prof["samples"].as_array().unwrap()) {
+            assert_eq!(count(&prof["endValue"]), weights.iter().sum::<u64>());
+            for (w, stack) in weights
+                .iter()
+                .zip(prof["samples"].as_array().expect("an array"))
+            {
                 assert_eq!(w % p, 0, "a weight is whole periods");
-                let leaf = stack.as_array().unwrap().last().unwrap().as_u64().unwrap();
-                let name = frames[leaf as usize]["name"].as_str().unwrap();
+                let leaf = stack
+                    .as_array()
+                    .expect("an array")
+                    .last()
+                    .and_then(Value::as_u64)
+                    .expect("a leaf index");
+                let name = frames[leaf as usize]["name"].as_str().expect("a string");
                 if name.starts_with("[off-CPU: ") {
                     state_weight += w;
                 }
@@ -530,7 +539,7 @@ fn svg_names_the_metric_and_colours_states() {
             .find(&format!("<title>{name}"))
             .unwrap_or_else(|| panic!("{name}"));
         let rest = &svg[at..];
-        let rect = &rest[..rest.find("</g>").unwrap()];
+        let rect = &rest[..rest.find("</g>").expect("the frame's end")];
         assert!(rect.contains(rgb), "{name}: {rect}");
     }
     // Deterministic, as every other output.
@@ -550,11 +559,11 @@ fn diff_compares_both_sides_under_one_metric() {
     let sel = metric(Metric::OffCpu);
     let (sa, sb) = (scan(&b.bytes, &sel, false), scan(&other.bytes, &sel, false));
     let (a, c) = (
-        Slice::new(&sa, &sel).unwrap(),
-        Slice::new(&sb, &sel).unwrap(),
+        Slice::new(&sa, &sel).expect("slice"),
+        Slice::new(&sb, &sel).expect("slice"),
     );
     let out = export_common::diff_out(DiffFormat::Text, &a, &c, None);
-    let head = out.lines().next().unwrap();
+    let head = out.lines().next().expect("a header");
     assert!(head.starts_with("off-CPU time; base: "), "{head}");
     assert!(
         head.contains(&format!("({} periods,", off_periods(&b))),
@@ -564,20 +573,20 @@ fn diff_compares_both_sides_under_one_metric() {
         head.contains(&format!("({} periods,", off_periods(&other))),
         "{head}"
     );
-    let doc: Value =
-        serde_json::from_str(&export_common::diff_out(DiffFormat::Json, &a, &c, None)).unwrap();
+    let doc: Value = serde_json::from_str(&export_common::diff_out(DiffFormat::Json, &a, &c, None))
+        .expect("json");
     assert_eq!(doc["metric"], "off-cpu");
-    assert_eq!(doc["base"]["samples"].as_u64().unwrap(), off_periods(&b));
+    assert_eq!(count(&doc["base"]["samples"]), off_periods(&b));
     assert_eq!(
-        doc["new"]["samples_ns"].as_u64().unwrap(),
+        count(&doc["new"]["samples_ns"]),
         off_periods(&other) * other.period_ns
     );
     let folded = export_common::diff_out(DiffFormat::Folded, &a, &c, None);
     let (mut na, mut nb) = (0, 0);
     for line in folded.lines() {
         let mut f = line.rsplitn(3, ' ');
-        nb += f.next().unwrap().parse::<u64>().unwrap();
-        na += f.next().unwrap().parse::<u64>().unwrap();
+        nb += f.next().expect("a field").parse::<u64>().expect("a count");
+        na += f.next().expect("a field").parse::<u64>().expect("a count");
     }
     assert_eq!((na, nb), (off_periods(&b), off_periods(&other)));
     // A CPU diff of the two is the diff of their CPU-only forms.
@@ -588,12 +597,12 @@ fn diff_compares_both_sides_under_one_metric() {
         scan(&other.cpu_only, &cpu, false),
     );
     let (ca, cb) = (
-        Slice::new(&ca, &cpu).unwrap(),
-        Slice::new(&cb, &cpu).unwrap(),
+        Slice::new(&ca, &cpu).expect("slice"),
+        Slice::new(&cb, &cpu).expect("slice"),
     );
     let (xa, xb) = (
-        Slice::new(&xa, &cpu).unwrap(),
-        Slice::new(&xb, &cpu).unwrap(),
+        Slice::new(&xa, &cpu).expect("slice"),
+        Slice::new(&xb, &cpu).expect("slice"),
     );
     for f in [DiffFormat::Text, DiffFormat::Json, DiffFormat::Folded] {
         assert_eq!(

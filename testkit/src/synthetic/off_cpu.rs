@@ -159,10 +159,10 @@ fn write(
     with_off_cpu: bool,
 ) -> Vec<u8> {
     let base = &cfg.base;
-    let mut w = Writer::new(Vec::new(), synthetic::session(base)).unwrap();
+    let mut w = Writer::new(Vec::new(), synthetic::session(base)).expect("writer");
     let defs = synthetic::definitions(base, &mut |s| w.intern(s));
     for d in defs {
-        w.push(d).unwrap();
+        w.push(d).expect("valid record");
     }
     // The blocking stacks: frames after the synthetic ones, leaf (the kernel) first.
     let first = (base.stacks * 2) as u32;
@@ -175,7 +175,7 @@ fn write(
             offset: 0x10,
         },
     }))
-    .unwrap();
+    .expect("valid record");
     for (i, name) in WAIT_FUNCTIONS.iter().enumerate() {
         let id = first + 1 + i as u32;
         w.push(Record::Frame(Frame {
@@ -183,7 +183,7 @@ fn write(
             module: 0,
             addr: FrameAddr::FileOffset(0x9000 + 0x100 * i as u64),
         }))
-        .unwrap();
+        .expect("valid record");
         let function = w.intern(name);
         w.push(Record::Symbol(Symbol {
             frame: id,
@@ -194,22 +194,23 @@ fn write(
             },
             inlined: Vec::new(),
         }))
-        .unwrap();
+        .expect("valid record");
         w.push(Record::Stack(Stack {
             id: base.stacks as u32 + i as u32,
             frames: vec![first, id, 0],
         }))
-        .unwrap();
+        .expect("valid record");
     }
     if with_off_cpu {
-        w.push(Record::OffCpu(OffCpu { period_ns })).unwrap();
+        w.push(Record::OffCpu(OffCpu { period_ns }))
+            .expect("valid record");
     }
     // Four blocks, each with the off-CPU samples of its time range.
     let mut rest = off_cpu;
     let chunks: Vec<&[Sample]> = samples.chunks(samples.len().div_ceil(4).max(1)).collect();
     for (i, chunk) in chunks.iter().enumerate() {
         for &s in *chunk {
-            w.push_sample(s).unwrap();
+            w.push_sample(s).expect("valid record");
         }
         let end = chunk.last().map_or(u64::MAX, |s| s.time_ns);
         let upto = if i + 1 == chunks.len() {
@@ -219,24 +220,25 @@ fn write(
         };
         if with_off_cpu {
             for &s in &rest[..upto] {
-                w.push_off_cpu_sample(s).unwrap();
+                w.push_off_cpu_sample(s).expect("valid record");
             }
         }
         rest = &rest[upto..];
-        w.flush_block().unwrap();
+        w.flush_block().expect("valid record");
     }
     if with_off_cpu {
         for &t in times {
-            w.push(Record::ThreadTimes(t)).unwrap();
+            w.push(Record::ThreadTimes(t)).expect("valid record");
         }
         if cfg.lost_off_cpu > 0 {
             w.push(Record::LostOffCpu(LostOffCpu {
                 time_ns: samples.last().map_or(0, |s| s.time_ns),
                 count: cfg.lost_off_cpu,
             }))
-            .unwrap();
+            .expect("valid record");
         }
     }
     let end = samples.last().map_or(base.start_mono_ns, |s| s.time_ns) + 1;
-    w.finish(1_700_000_001_000_000_000, end, 0).unwrap()
+    w.finish(1_700_000_001_000_000_000, end, 0)
+        .expect("finish the capture")
 }
