@@ -1,20 +1,19 @@
 //! The headless outputs under `--metric cpu|off-cpu|wall`, on a synthetic capture with
 //! off-CPU data (testkit's `synthetic::off_cpu`): `cpu` ignores the off-CPU records
-//! exactly, the other metrics count their periods, every format splits blocked time by
-//! state, nanoseconds are periods × the off-CPU period, and hostile values neither panic
-//! nor wrap.
+//! exactly, the other metrics count their periods, text, JSON, folded, SVG and diff split
+//! blocked time by state and give nanoseconds as periods × the off-CPU period (pprof and
+//! speedscope: `export_off_cpu_pprof.rs`).
 
 mod export_common;
+mod off_cpu_common;
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
 use hotspot_format::ThreadState;
-use hotspot_replay::export::{
-    DiffFormat, ExportError, ExportOptions, Format, Scan, Selection, Slice, TimeSpec, pprof,
-};
-use hotspot_replay::metric::{self, Metric, OFF_CPU_MODULE, state_frame};
-use hotspot_testkit::synthetic::off_cpu::{self, Built, Config};
+use hotspot_replay::export::{DiffFormat, ExportError, Format, Scan, Selection, Slice, TimeSpec};
+use hotspot_replay::metric::{self, Metric, state_frame};
+use hotspot_testkit::synthetic::off_cpu::{self, Config};
+use off_cpu_common::*;
 use serde_json::Value;
 
 const FORMATS: [Format; 6] = [
@@ -25,66 +24,6 @@ const FORMATS: [Format; 6] = [
     Format::Pprof,
     Format::Speedscope,
 ];
-
-/// A JSON count, or a panic naming what was there instead.
-fn count(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
-}
-
-fn scan(bytes: &[u8], sel: &Selection, order: bool) -> Scan {
-    Scan::from_bytes(bytes, sel.scan_options(order), &mut |_, _| {}).expect("scan")
-}
-
-fn render(bytes: &[u8], sel: &Selection, format: Format) -> Vec<u8> {
-    let scan = scan(bytes, sel, format.needs_order());
-    let slice = Slice::new(&scan, sel).expect("slice");
-    format
-        .render(&slice, &ExportOptions::default())
-        .unwrap_or_else(|e| panic!("{format:?}: {e}"))
-}
-
-fn text(bytes: &[u8], sel: &Selection, format: Format) -> String {
-    String::from_utf8(render(bytes, sel, format)).expect("utf-8")
-}
-
-fn metric(m: Metric) -> Selection {
-    Selection {
-        metric: m,
-        ..Selection::default()
-    }
-}
-
-fn built() -> Built {
-    off_cpu::build(&Config::default())
-}
-
-/// Periods of the off-CPU samples per state.
-fn periods_by_state(b: &Built) -> BTreeMap<ThreadState, u64> {
-    let mut m = BTreeMap::new();
-    for s in &b.off_cpu {
-        *m.entry(s.state).or_default() += u64::from(s.periods);
-    }
-    m
-}
-
-fn off_periods(b: &Built) -> u64 {
-    b.off_cpu.iter().map(|s| u64::from(s.periods)).sum()
-}
-
-/// Whether two outputs of captures that differ in their off-CPU records only are the
-/// same: byte for byte, but for the JSON document's `capture.size_bytes` (the files' sizes
-/// do differ).
-fn same_but_size(f: Format, a: &[u8], b: &[u8]) -> bool {
-    if f != Format::Json {
-        return a == b;
-    }
-    let strip = |x: &[u8]| {
-        let mut v: Value = serde_json::from_slice(x).expect("json");
-        v["capture"]["size_bytes"] = Value::Null;
-        v
-    };
-    strip(a) == strip(b)
-}
 
 #[test]
 fn cpu_outputs_ignore_the_off_cpu_records_exactly() {
@@ -317,208 +256,6 @@ fn json_gives_nanoseconds_and_splits_by_state() {
         let root = &doc["tree"][0];
         assert_eq!(count(&root["total"]), samples);
         assert_eq!(count(&root["total_ns"]), samples * p);
-    }
-}
-
-fn decode_pprof(bytes: &[u8]) -> pprof::Profile {
-    let mut raw = Vec::new();
-    flate2_decode(bytes, &mut raw);
-    prost::Message::decode(raw.as_slice()).expect("profile")
-}
-
-fn flate2_decode(bytes: &[u8], out: &mut Vec<u8>) {
-    let mut gz = flate2::read::GzDecoder::new(bytes);
-    gz.read_to_end(out).expect("gunzip");
-}
-
-#[test]
-fn pprof_samples_carry_four_values_and_state_leaves() {
-    let b = built();
-    let p = b.period_ns as i64;
-    let by = periods_by_state(&b);
-    for m in [Metric::OffCpu, Metric::Wall] {
-        let prof = decode_pprof(&render(&b.bytes, &metric(m), Format::Pprof));
-        let s = |i: i64| prof.string_table[i as usize].as_str();
-        let types: Vec<(&str, &str)> = prof
-            .sample_type
-            .iter()
-            .map(|t| (s(t.r#type), s(t.unit)))
-            .collect();
-        assert_eq!(
-            types,
-            [
-                ("samples", "count"),
-                ("cpu", "nanoseconds"),
-                ("off_cpu", "nanoseconds"),
-                ("wall", "nanoseconds")
-            ]
-        );
-        let preferred = if m == Metric::Wall { "wall" } else { "off_cpu" };
-        assert_eq!(s(prof.default_sample_type), preferred);
-        assert_eq!(prof.period, p);
-        let function_of = |loc: u64| {
-            let l = &prof.location[loc as usize - 1];
-            let f = &prof.function[l.line[0].function_id as usize - 1];
-            (s(f.name).to_string(), s(f.filename).to_string())
-        };
-        let mut off_by_state: BTreeMap<String, i64> = BTreeMap::new();
-        let mut cpu_ns = 0;
-        for sample in &prof.sample {
-            let v = &sample.value;
-            assert_eq!(v.len(), 4);
-            assert_eq!(v[3], v[0] * p, "wall = periods × period");
-            assert_eq!(v[1] + v[2], v[3], "cpu + off-CPU = wall");
-            cpu_ns += v[1];
-            let state = sample
-                .label
-                .iter()
-                .find(|l| s(l.key) == "state")
-                .map(|l| s(l.str).to_string());
-            let (leaf, module) = function_of(sample.location_id[0]);
-            match state {
-                Some(letter) => {
-                    assert_eq!(v[1], 0);
-                    let st = ThreadState::ALL
-                        .into_iter()
-                        .find(|x| x.letter().to_string() == letter)
-                        .expect("a state letter");
-                    assert_eq!(leaf, state_frame(st));
-                    assert_eq!(module, OFF_CPU_MODULE);
-                    *off_by_state.entry(letter).or_default() += v[2];
-                }
-                None => {
-                    assert_eq!(v[2], 0);
-                    assert!(!leaf.starts_with("[off-CPU"));
-                }
-            }
-        }
-        let want: BTreeMap<String, i64> = by
-            .iter()
-            .map(|(s, n)| (s.letter().to_string(), *n as i64 * p))
-            .collect();
-        assert_eq!(off_by_state, want, "{m}");
-        let want_cpu = if m == Metric::Wall {
-            b.samples.len() as i64 * p
-        } else {
-            0
-        };
-        assert_eq!(cpu_ns, want_cpu);
-    }
-}
-
-/// `go tool pprof` (Debian's golang-go, which `.ci/run` installs) reads the four sample
-/// types, and its totals per type are ours.
-#[test]
-fn go_tool_pprof_reads_every_sample_type() {
-    let b = built();
-    let dir = export_common::tmp("off-cpu-pprof");
-    let file = dir.join("wall.pb.gz");
-    std::fs::write(
-        &file,
-        render(&b.bytes, &metric(Metric::Wall), Format::Pprof),
-    )
-    .expect("write the profile");
-    let p = b.period_ns;
-    let off = off_periods(&b);
-    let cpu = b.samples.len() as u64;
-    for (index, want_ns) in [
-        ("cpu", cpu * p),
-        ("off_cpu", off * p),
-        ("wall", (cpu + off) * p),
-    ] {
-        let out = export_common::run(
-            std::process::Command::new("go")
-                .args(["tool", "pprof", "-raw"])
-                .arg(format!("-sample_index={index}"))
-                .arg(&file)
-                .env("HOME", &dir)
-                .env("PPROF_TMPDIR", &dir),
-        );
-        let raw = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            raw.contains("samples/count cpu/nanoseconds off_cpu/nanoseconds wall/nanoseconds"),
-            "{raw}"
-        );
-        // -raw lists each sample as "values: location ids"; sum the chosen column.
-        let column = ["samples", "cpu", "off_cpu", "wall"]
-            .iter()
-            .position(|c| *c == index)
-            .expect("a sample type");
-        let mut total = 0u64;
-        let mut in_samples = false;
-        for line in raw.lines() {
-            if line.starts_with("Samples:") {
-                in_samples = true;
-                continue;
-            }
-            if line.starts_with("Locations") {
-                break;
-            }
-            if !in_samples {
-                continue;
-            }
-            if let Some((values, _)) = line.split_once(':') {
-                let v: Vec<u64> = values
-                    .split_whitespace()
-                    .filter_map(|x| x.parse().ok())
-                    .collect();
-                if v.len() == 4 {
-                    total += v[column];
-                }
-            }
-        }
-        assert_eq!(total, want_ns, "{index}");
-    }
-}
-
-#[test]
-fn speedscope_weights_are_nanoseconds() {
-    let b = built();
-    let p = b.period_ns;
-    for (m, periods) in [
-        (Metric::OffCpu, off_periods(&b)),
-        (Metric::Wall, off_periods(&b) + b.samples.len() as u64),
-    ] {
-        let doc: Value = serde_json::from_slice(&render(&b.bytes, &metric(m), Format::Speedscope))
-            .expect("json");
-        assert!(
-            doc["name"]
-                .as_str()
-                .expect("present")
-                .ends_with(&format!("({} time)", m.label()))
-        );
-        let frames = doc["shared"]["frames"].as_array().expect("an array");
-        let mut sum = 0;
-        let mut state_weight = 0;
-        for prof in doc["profiles"].as_array().expect("an array") {
-            assert_eq!(prof["unit"], "nanoseconds");
-            let weights: Vec<u64> = prof["weights"]
-                .as_array()
-                .expect("present")
-                .iter()
-                .map(count)
-                .collect();
-            assert_eq!(count(&prof["endValue"]), weights.iter().sum::<u64>());
-            for (w, stack) in weights
-                .iter()
-                .zip(prof["samples"].as_array().expect("an array"))
-            {
-                assert_eq!(w % p, 0, "a weight is whole periods");
-                let leaf = stack
-                    .as_array()
-                    .expect("an array")
-                    .last()
-                    .and_then(Value::as_u64)
-                    .expect("a leaf index");
-                let name = frames[leaf as usize]["name"].as_str().expect("a string");
-                if name.starts_with("[off-CPU: ") {
-                    state_weight += w;
-                }
-            }
-            sum += weights.iter().sum::<u64>();
-        }
-        assert_eq!(sum, periods * p, "{m}");
-        assert_eq!(state_weight, off_periods(&b) * p, "{m}");
     }
 }
 
