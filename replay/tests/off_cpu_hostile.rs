@@ -67,7 +67,7 @@ fn every_output_survives_hostile_periods() {
 #[test]
 fn info_survives_thread_times_near_overflow() {
     let b = hostile();
-    // Two records for one tid whose sums would wrap, and one for an unknown tid.
+    // Two records for one tid whose sums would wrap, and others for unknown tids.
     let extra = |tid: u32| ThreadTimes {
         tid,
         pid: tid,
@@ -88,7 +88,13 @@ fn info_survives_thread_times_near_overflow() {
         period_ns: u64::MAX,
     }))
     .expect("push");
-    for t in [extra(1), extra(1), extra(77)] {
+    // tid 78 ends before it starts.
+    let backwards = ThreadTimes {
+        first_ns: u64::MAX,
+        last_ns: 0,
+        ..extra(78)
+    };
+    for t in [extra(1), extra(1), extra(77), backwards] {
         w.push(hotspot_format::Record::ThreadTimes(t))
             .expect("push");
     }

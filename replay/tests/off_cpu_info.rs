@@ -47,6 +47,9 @@ fn info_gives_each_threads_times() {
         let wall = format!("{:.3}", t.wall_ns() as f64 / 1e9);
         let cpu = format!("{:.3}", t.on_cpu_ns as f64 / 1e9);
         assert!(row.contains(&wall) && row.contains(&cpu), "{row}");
+        let life = format!("{:.3}", (t.last_ns - t.first_ns) as f64 / 1e9);
+        assert!(row.contains(&format!("% {life:>10}")), "{row}");
+        assert_eq!(row.ends_with(", exited"), t.exited, "{row}");
     }
     let doc: Value = serde_json::from_str(&info::scan_json(&s)).expect("json");
     let o = &doc["off_cpu"];

@@ -77,18 +77,19 @@ pub(super) fn text(o: &mut String, f: &Facts) {
     }
     let _ = writeln!(
         o,
-        "thread times: measured in the kernel, in seconds (wall = CPU + S + D + R)"
+        "thread times: measured in the kernel, in seconds (wall = CPU + S + D + R; life: \
+         first to last accounted instant within the recording)"
     );
     let _ = writeln!(
         o,
-        "  {:>7} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
-        "tid", "name", "cpu", "S", "D", "R", "wall", "off%"
+        "  {:>7} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10}",
+        "tid", "name", "cpu", "S", "D", "R", "wall", "off%", "life"
     );
     let all = by_wall(c);
     for t in all.iter().take(SHOWN) {
         let _ = writeln!(
             o,
-            "  {:>7} {:<16} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>5.1}%{}",
+            "  {:>7} {:<16} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>5.1}% {:>10.3}{}",
             t.tid,
             thread_name(c, t.tid),
             secs(t.on_cpu_ns),
@@ -97,6 +98,7 @@ pub(super) fn text(o: &mut String, f: &Facts) {
             secs(t.runnable_ns),
             secs(t.wall_ns()),
             pct(t.total_off_cpu_ns(), t.wall_ns()),
+            secs(t.last_ns.saturating_sub(t.first_ns)),
             if t.exited { ", exited" } else { "" }
         );
     }
