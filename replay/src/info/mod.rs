@@ -1,6 +1,6 @@
 //! `hotspot info`: what a capture is, how much it holds, how much of it has names, whether
 //! it is whole, and what its bytes are spent on; with off-CPU data, each thread's time
-//! on and off the CPU ([`off_cpu`]).
+//! on and off the CPU (`off_cpu.rs`).
 
 mod off_cpu;
 
