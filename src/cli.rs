@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use hotspot_replay::export::{Selection, TimeSpec};
+use hotspot_replay::metric::Metric;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -172,6 +173,11 @@ pub struct FilterArgs {
     /// Leave kernel frames out (a sample in the kernel counts for its user caller).
     #[arg(long)]
     pub no_kernel: bool,
+    /// What to weigh: `cpu` (time on the CPU), `off-cpu` (time blocked, split by state S,
+    /// D, R) or `wall` (both); counts are in periods of 1/freq. off-cpu and wall need a
+    /// capture recorded with --off-cpu.
+    #[arg(long, value_name = "METRIC", default_value = "cpu", value_parser = parse_metric)]
+    pub metric: Metric,
 }
 
 impl FilterArgs {
@@ -183,7 +189,7 @@ impl FilterArgs {
             threads: self.thread.clone(),
             pids: self.pid.clone(),
             no_kernel: self.no_kernel,
-            metric: Default::default(),
+            metric: self.metric,
         }
     }
 }
@@ -233,6 +239,11 @@ pub struct DiffArgs {
     /// Filters, applied to both captures.
     #[command(flatten)]
     pub filter: FilterArgs,
+}
+
+fn parse_metric(s: &str) -> Result<Metric, String> {
+    s.parse()
+        .map_err(|e: hotspot_replay::metric::UnknownMetric| e.to_string())
 }
 
 fn parse_time(s: &str) -> Result<TimeSpec, String> {

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use hotspot_format::{Sample, StackId};
+use hotspot_format::{Sample, StackId, ThreadState};
 
 use crate::capture::{Capture, SampleSink};
 use crate::clock::Clock;
@@ -50,6 +50,9 @@ pub struct Tally {
     pub window_span: Option<(u64, u64)>,
     /// When asked for: each sample in the window, in file order.
     pub order: Option<Vec<Ordered>>,
+    /// Off-CPU (samples, periods) per state in the whole file, whatever the metric
+    /// counts: what `info` reports of a capture it tallies under `cpu`.
+    pub off_cpu_seen: BTreeMap<ThreadState, (u64, u64)>,
     window: (Option<TimeSpec>, Option<TimeSpec>),
     /// The clock the session header gives, known once its block is read.
     session_clock: Option<Clock>,
@@ -201,6 +204,11 @@ impl SampleSink for Tally {
     }
 
     fn sample(&mut self, s: &Sample, class: Class, periods: u64) {
+        if let Class::OffCpu(state) = class {
+            let seen = self.off_cpu_seen.entry(state).or_default();
+            seen.0 = seen.0.saturating_add(1);
+            seen.1 = seen.1.saturating_add(periods);
+        }
         let weight = self.metric.periods(class, periods);
         if weight == 0 {
             return;

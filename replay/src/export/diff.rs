@@ -1,6 +1,7 @@
 //! `hotspot diff`: how each function's share of the samples changed between two captures
 //! (say, before and after a deploy). Functions are matched by name and module file name,
-//! never by address, so captures of different builds compare.
+//! never by address, so captures of different builds compare. Both sides are weighed by
+//! the same `--metric` (under `off-cpu` and `wall`, counts and shares are of periods).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,7 +10,8 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::slice::Slice;
-use super::{DEFAULT_TOP, ExportError, ExportOptions, folded, pct};
+use super::{DEFAULT_TOP, ExportError, ExportOptions, folded, pct, split};
+use crate::metric::Metric;
 use crate::names::FunctionKey;
 use crate::sanitize::display;
 
@@ -34,6 +36,11 @@ pub struct Diff {
     pub new_file: String,
     pub base_samples: u64,
     pub new_samples: u64,
+    /// What both sides count (`--metric`): under `off-cpu` and `wall`, periods.
+    pub metric: Metric,
+    /// Each side's period in ns.
+    pub base_period_ns: u64,
+    pub new_period_ns: u64,
     /// Largest change of self share first, then of total share, then by name.
     pub changes: Vec<Change>,
 }
@@ -84,6 +91,9 @@ pub fn diff(base: &Slice, new: &Slice) -> Diff {
         new_file: new.file_name(),
         base_samples: nb,
         new_samples: nn,
+        metric: new.metric(),
+        base_period_ns: base.period_ns(),
+        new_period_ns: new.period_ns(),
         changes,
     }
 }
@@ -102,15 +112,34 @@ pub fn write_text(
 
 fn table(d: &Diff, top: usize) -> String {
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "base: {} ({} samples)  new: {} ({} samples)",
-        d.base_file, d.base_samples, d.new_file, d.new_samples
-    );
-    let _ = writeln!(
-        o,
-        "shares in % of each capture's samples; Δ in percentage points, largest first"
-    );
+    if d.metric == Metric::Cpu {
+        let _ = writeln!(
+            o,
+            "base: {} ({} samples)  new: {} ({} samples)",
+            d.base_file, d.base_samples, d.new_file, d.new_samples
+        );
+        let _ = writeln!(
+            o,
+            "shares in % of each capture's samples; Δ in percentage points, largest first"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "{} time; base: {} ({} periods, {:.3} s)  new: {} ({} periods, {:.3} s)",
+            d.metric.label(),
+            d.base_file,
+            d.base_samples,
+            split::secs(d.base_samples, d.base_period_ns),
+            d.new_file,
+            d.new_samples,
+            split::secs(d.new_samples, d.new_period_ns),
+        );
+        let _ = writeln!(
+            o,
+            "shares in % of each capture's {} periods; Δ in percentage points, largest first",
+            d.metric.label()
+        );
+    }
     let shown: Vec<&Change> = d.changes.iter().take(top).collect();
     let modules: Vec<String> = shown.iter().map(|c| display(&c.key.module)).collect();
     let width = super::text::module_width(&modules);
@@ -153,6 +182,11 @@ fn round2(x: f64) -> f64 {
 struct Side {
     file: String,
     samples: u64,
+    /// Under `off-cpu` and `wall` (where `samples` counts periods).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    period_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    samples_ns: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -176,6 +210,8 @@ struct Row {
 struct Document {
     schema: &'static str,
     version: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metric: Option<&'static str>,
     base: Side,
     new: Side,
     functions: usize,
@@ -215,17 +251,19 @@ fn document(d: &Diff, top: Option<usize>) -> String {
             delta_total_pct: round2(c.delta_total),
         })
         .collect();
+    let timed = d.metric != Metric::Cpu;
+    let side = |file: &str, samples: u64, period: u64| Side {
+        file: file.to_string(),
+        samples,
+        period_ns: timed.then_some(period),
+        samples_ns: timed.then(|| split::ns(samples, period)),
+    };
     let doc = Document {
         schema: "hotspot-diff",
         version: 1,
-        base: Side {
-            file: d.base_file.clone(),
-            samples: d.base_samples,
-        },
-        new: Side {
-            file: d.new_file.clone(),
-            samples: d.new_samples,
-        },
+        metric: timed.then(|| d.metric.name()),
+        base: side(&d.base_file, d.base_samples, d.base_period_ns),
+        new: side(&d.new_file, d.new_samples, d.new_period_ns),
         functions: d.changes.len(),
         changes,
     };

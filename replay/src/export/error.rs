@@ -42,6 +42,10 @@ pub enum ExportError {
          holds; widen --from/--to or the thread filters)"
     )]
     NoSamples(String),
+    /// `--metric off-cpu` or `wall` on a capture recorded without off-CPU time: an empty
+    /// report would read as "no thread ever waited".
+    #[error("{0} has no off-CPU data: record with --off-cpu (or use --metric cpu)")]
+    NoOffCpu(String),
     /// An output too large to produce within its memory bound.
     #[error("{0}")]
     TooLarge(String),

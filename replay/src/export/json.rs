@@ -1,7 +1,10 @@
 //! `report --format json`: the `hotspot-report` document, version 1, for scripts and CI.
 //! `docs/json-schema.md` describes every field; a change that breaks a reader bumps
-//! [`VERSION`].
+//! [`VERSION`]. Under `--metric off-cpu` and `wall` counts are periods and the document
+//! gains fields (`metric`, `period_ns`, `*_ns` next to counts, splits by kind of time),
+//! none of which a `cpu` document has, so readers of version 1 see no change.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::sync::Arc;
 
@@ -9,11 +12,14 @@ use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 
 use super::slice::Slice;
+use super::split::{self, Split, SplitJson};
 use super::summary::{CaptureInfo, Session, capture_info_of, session_of};
 use super::{ExportError, ExportOptions, pct};
+use crate::metric::Metric;
 use crate::model::Profile;
 use crate::model::aggregate::FlatRow;
 use crate::model::aggregate::Tree as CallTree;
+use crate::names::FunctionKey;
 use crate::sanitize::{Shown, display};
 
 /// The `schema` field.
@@ -27,6 +33,11 @@ pub const VERSION: u32 = 1;
 struct Report<'a> {
     schema: &'static str,
     version: u32,
+    /// Under `--metric off-cpu` and `wall` only (absent: `cpu`, counts are samples).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metric: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    period_ns: Option<u64>,
     capture: CaptureInfo,
     session: Option<Session>,
     selection: SelectionInfo,
@@ -57,6 +68,26 @@ struct Totals {
     functions: usize,
     stacks: usize,
     threads: usize,
+    #[serde(flatten)]
+    timed: Option<Timed>,
+}
+
+/// What a count under `--metric off-cpu` or `wall` adds: its ns and its split by kind.
+#[derive(Serialize)]
+struct Timed {
+    samples_ns: u64,
+    split: SplitJson,
+    split_ns: SplitJson,
+}
+
+impl Timed {
+    fn of(s: &Split, period_ns: u64) -> Timed {
+        Timed {
+            samples_ns: split::ns(s.wall(), period_ns),
+            split: s.json(),
+            split_ns: s.json_ns(period_ns),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -72,6 +103,13 @@ struct Function {
     total_pct: f64,
     file: Option<String>,
     line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    self_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_ns: Option<u64>,
+    /// The total's periods by kind of time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_split: Option<SplitJson>,
 }
 
 #[derive(Serialize)]
@@ -81,6 +119,8 @@ struct Thread {
     name: String,
     samples: u64,
     pct: f64,
+    #[serde(flatten)]
+    timed: Option<Timed>,
 }
 
 #[derive(Serialize)]
@@ -96,6 +136,10 @@ struct Node<'a> {
     total: u64,
     file: Option<&'a str>,
     line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    self_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_ns: Option<u64>,
 }
 
 /// Rounds seconds to the nanosecond, so floats print the same everywhere.
@@ -112,10 +156,14 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
     let rows = slice.flat();
     let clock = scan.clock;
     let offset = |ns: Option<u64>| ns.zip(clock).map(|(ns, c)| secs(c.offset_s(ns)));
+    // Under `cpu` the document is what it always was.
+    let period = (slice.metric() != Metric::Cpu).then(|| slice.period_ns());
     let functions = Functions {
         rows: &rows[..rows.len().min(top.unwrap_or(usize::MAX))],
         total,
+        timed: period.map(|p| (p, split::by_function(slice))),
     };
+    let thread_splits = period.map(|_| split::by_thread(slice)).unwrap_or_default();
     let mut threads: Vec<Thread> = slice
         .thread_samples
         .iter()
@@ -127,15 +175,19 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
                 name: info.map(|t| display(t.name())).unwrap_or_default(),
                 samples: n,
                 pct: pct(n, total),
+                timed: period
+                    .map(|p| Timed::of(&thread_splits.get(&tid).copied().unwrap_or_default(), p)),
             }
         })
         .collect();
     threads.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.tid.cmp(&b.tid)));
     let call_tree = slice.tree();
-    let tree = Tree(&call_tree, &slice.profile);
+    let tree = Tree(&call_tree, &slice.profile, period);
     let report = Report {
         schema: SCHEMA,
         version: VERSION,
+        metric: period.map(|_| slice.metric().name()),
+        period_ns: period,
         capture: capture_info_of(&scan.capture),
         session: session_of(&scan.capture),
         selection: SelectionInfo {
@@ -164,6 +216,7 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
             functions: rows.len(),
             stacks: slice.distinct_stacks(),
             threads: slice.thread_samples.len(),
+            timed: period.map(|p| Timed::of(&split::total(slice), p)),
         },
         functions,
         threads,
@@ -179,6 +232,8 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
 struct Functions<'a> {
     rows: &'a [FlatRow],
     total: u64,
+    /// Under `off-cpu` and `wall`: the period and each function's total split.
+    timed: Option<(u64, HashMap<FunctionKey, Split>)>,
 }
 
 impl Serialize for Functions<'_> {
@@ -197,6 +252,12 @@ impl Serialize for Functions<'_> {
                 total_pct: pct(r.total_samples, total),
                 file: r.hottest.as_ref().map(|(f, _)| display(f)),
                 line: r.hottest.as_ref().map(|(_, l)| *l),
+                self_ns: self.timed.as_ref().map(|t| split::ns(r.self_samples, t.0)),
+                total_ns: self.timed.as_ref().map(|t| split::ns(r.total_samples, t.0)),
+                total_split: self
+                    .timed
+                    .as_ref()
+                    .map(|t| t.1.get(&r.key).copied().unwrap_or_default().json()),
             })?;
         }
         seq.end()
@@ -205,11 +266,11 @@ impl Serialize for Functions<'_> {
 
 /// The call tree in pre-order (a parent before its children, hottest child first), so
 /// `id` is the position in the array and `parent` always points backwards.
-struct Tree<'a>(&'a CallTree, &'a Profile);
+struct Tree<'a>(&'a CallTree, &'a Profile, Option<u64>);
 
 impl Serialize for Tree<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let (tree, profile) = (self.0, self.1);
+        let (tree, profile, period) = (self.0, self.1, self.2);
         let mut seq = serializer.serialize_seq(Some(tree.nodes.len()))?;
         let mut id = 0;
         // Names recur on many nodes: each is sanitised once.
@@ -238,6 +299,8 @@ impl Serialize for Tree<'_> {
                 total: node.total,
                 file: file.as_deref(),
                 line: hottest.map(|(_, l)| *l),
+                self_ns: period.map(|p| split::ns(node.self_samples, p)),
+                total_ns: period.map(|p| split::ns(node.total, p)),
             })?;
             for &child in node.children.iter().rev() {
                 todo.push((child, Some(id), depth + 1));

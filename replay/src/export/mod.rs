@@ -13,6 +13,7 @@ pub mod scan;
 pub mod selection;
 pub mod slice;
 pub mod speedscope;
+pub mod split;
 pub mod summary;
 pub mod svg;
 pub mod text;

@@ -7,17 +7,25 @@
 //! lines are the frame's functions, inlined ones first, as the proto wants. Samples carry
 //! two values, `samples/count` and `cpu/nanoseconds` (count × period, period =
 //! 1e9 / frequency), and the labels `thread`, `thread_id` and `pid`.
+//!
+//! Under `--metric off-cpu` and `wall` samples carry four: `samples/count` (periods: a
+//! CPU sample is one, an off-CPU sample its periods), `cpu/nanoseconds`,
+//! `off_cpu/nanoseconds` and `wall/nanoseconds` (periods × the off-CPU period, in the
+//! value of the sample's kind and in wall), the metric's type the default; an off-CPU
+//! sample's leaf location is its state's frame and it has a `state` label (S, D, R).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 
 use flate2::{Compression, GzBuilder};
-use hotspot_format::{FrameAddr, FrameId, ModuleId, ModuleKind};
+use hotspot_format::{FrameAddr, FrameId, ModuleId, ModuleKind, ThreadState};
 
 use super::ExportOptions;
 use super::error::ExportError;
 use super::slice::{LOST_STACK, NO_FRAMES, Slice};
+use super::split;
+use crate::metric::{self, Class, Metric};
 use crate::names::FunctionKey;
 use crate::names::{self, FrameName};
 use crate::sanitize::display;
@@ -272,10 +280,25 @@ impl Builder {
 
     /// A location for samples without a real frame ([`NO_FRAMES`], [`LOST_STACK`]).
     fn placeholder(&mut self, name: &'static str) -> u64 {
+        self.synthetic(name, "")
+    }
+
+    /// The leaf location of an off-CPU sample: its state's frame
+    /// ([`metric::state_frame`]), in the module `[off-cpu]`, as in every other output.
+    fn state(&mut self, state: ThreadState) -> u64 {
+        self.synthetic(metric::state_frame(state), metric::OFF_CPU_MODULE)
+    }
+
+    /// A location of one function that is no frame of the capture's.
+    fn synthetic(&mut self, name: &'static str, module: &str) -> u64 {
         if let Some(&id) = self.placeholders.get(name) {
             return id;
         }
-        let function_id = self.function(&super::slice::placeholder(name));
+        let frame = FrameName {
+            module: module.into(),
+            ..super::slice::placeholder(name)
+        };
+        let function_id = self.function(&frame);
         let id = self.profile.location.len() as u64 + 1;
         self.profile.location.push(Location {
             id,
@@ -318,7 +341,32 @@ pub fn profile(slice: &Slice) -> Profile {
         r#type: cpu,
         unit: nanoseconds,
     });
-    b.profile.period = period as i64;
+    // Under `off-cpu` and `wall` every sample carries all four values, the metric's the
+    // one consumers open on; under `cpu` the profile is what it always was.
+    let timed = slice.metric() != Metric::Cpu;
+    let state_key = if timed {
+        let (off_cpu, wall) = (b.string("off_cpu"), b.string("wall"));
+        for t in [off_cpu, wall] {
+            b.profile.sample_type.push(ValueType {
+                r#type: t,
+                unit: nanoseconds,
+            });
+        }
+        let preferred = if slice.metric() == Metric::Wall {
+            wall
+        } else {
+            off_cpu
+        };
+        b.profile.default_sample_type = preferred;
+        b.profile.period_type = Some(ValueType {
+            r#type: preferred,
+            unit: nanoseconds,
+        });
+        Some(b.string("state"))
+    } else {
+        None
+    };
+    b.profile.period = i64::try_from(period).unwrap_or(i64::MAX);
     let start = scan
         .from_ns
         .or(scan.window_span.map(|w| w.0))
@@ -340,10 +388,13 @@ pub fn profile(slice: &Slice) -> Profile {
     for m in main_modules(slice) {
         b.mapping(slice, m);
     }
-    for (tid, stack, _class, n) in slice.tally() {
+    for (tid, stack, class, n) in slice.tally() {
         let mut locations = Vec::new();
         match capture.stacks.get(&stack) {
             Some(frames) => {
+                if let Class::OffCpu(state) = class {
+                    locations.push(b.state(state));
+                }
                 for &f in frames {
                     if let Some(id) = b.location(slice, f) {
                         locations.push(id);
@@ -376,10 +427,31 @@ pub fn profile(slice: &Slice) -> Profile {
                 ..Label::default()
             });
         }
-        let n = n as i64;
+        let value = match state_key {
+            None => {
+                let n = n as i64;
+                vec![n, n.saturating_mul(period as i64)]
+            }
+            Some(key) => {
+                let ns = i64::try_from(split::ns(n, period)).unwrap_or(i64::MAX);
+                let (cpu_ns, off_ns) = match class {
+                    Class::OnCpu => (ns, 0),
+                    Class::OffCpu(state) => {
+                        let letter = b.string(&state.letter().to_string());
+                        label.push(Label {
+                            key,
+                            str: letter,
+                            ..Label::default()
+                        });
+                        (0, ns)
+                    }
+                };
+                vec![i64::try_from(n).unwrap_or(i64::MAX), cpu_ns, off_ns, ns]
+            }
+        };
         b.profile.sample.push(Sample {
             location_id: locations,
-            value: vec![n, n.saturating_mul(period as i64)],
+            value,
             label,
         });
     }

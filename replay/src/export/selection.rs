@@ -34,13 +34,18 @@ impl Selection {
         }
     }
 
-    /// True when every sample counts.
+    /// True when every sample the metric counts is kept (the metric is no filter: each
+    /// output names it where it names what it counts).
     pub fn is_everything(&self) -> bool {
-        *self == Selection::default()
+        *self
+            == Selection {
+                metric: self.metric,
+                ..Selection::default()
+            }
     }
 
     /// The filters in words, for report headers (`"from 1.000 s, thread worker"`); names
-    /// are sanitised.
+    /// are sanitised. The metric is not among them (see [`Selection::is_everything`]).
     pub fn describe(&self) -> String {
         let mut parts: Vec<String> = Vec::new();
         if let Some(f) = self.from {

@@ -10,7 +10,7 @@ use hotspot_format::StackId;
 use super::error::ExportError;
 use super::scan::Scan;
 use super::selection::Selection;
-use crate::metric::Class;
+use crate::metric::{Class, Metric};
 use crate::model::aggregate::{self, FlatRow, Selected, Tree};
 use crate::model::{Interned, Profile};
 use crate::names::FrameName;
@@ -58,6 +58,9 @@ impl<'a> Slice<'a> {
     /// thread or process the capture does not have.
     pub fn new(scan: &'a Scan, selection: &Selection) -> Result<Slice<'a>, ExportError> {
         let capture = &scan.capture;
+        if selection.metric != Metric::Cpu && capture.off_cpu.is_none() {
+            return Err(ExportError::NoOffCpu(file_name(scan)));
+        }
         let known_tids: BTreeSet<u32> = capture
             .threads
             .keys()
@@ -222,9 +225,20 @@ impl<'a> Slice<'a> {
         out
     }
 
-    /// Sampling period in ns (1e9 / frequency), 0 when the frequency is unknown.
+    /// The time one period stands for in ns: under `--metric cpu` 1e9 / frequency
+    /// rounded, as the outputs have always given it (so a CPU report is the same with or
+    /// without off-CPU data); under the others the period the capture's off-CPU record
+    /// states, which its off-CPU samples were cut by. 0 when unknown.
     pub fn period_ns(&self) -> u64 {
-        period_ns(self.scan)
+        match (self.metric(), self.scan.capture.off_cpu) {
+            (Metric::OffCpu | Metric::Wall, Some(o)) => o.period_ns,
+            _ => period_ns(self.scan),
+        }
+    }
+
+    /// What the slice weighs (`--metric`).
+    pub fn metric(&self) -> Metric {
+        self.selection.metric
     }
 
     /// The capture's file name, sanitised (what titles show).

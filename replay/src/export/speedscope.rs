@@ -3,7 +3,8 @@
 //!
 //! Samples keep their time order, consecutive samples of the same stack merged into one
 //! weighted entry, so speedscope's "Time Order" view is a real timeline; weights are
-//! nanoseconds (samples × period). Frames are functions (name + module), their file the
+//! nanoseconds (periods × period: a CPU sample is one period, an off-CPU sample its
+//! periods, placed at the end of its wait). Frames are functions (name + module), their file the
 //! source file when known, else the module.
 
 use std::collections::{BTreeMap, HashMap};
@@ -11,7 +12,7 @@ use std::io::{self, Write};
 
 use hotspot_format::StackId;
 
-use crate::metric::Class;
+use crate::metric::{Class, Metric};
 
 /// A stack as a sample of one class stands on it (off-CPU ones end in their state).
 type Key = (StackId, Class);
@@ -143,13 +144,14 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
     let mut runs = Vec::new();
     for (tid, mut samples) in per_thread {
         samples.sort_by_key(|s| s.0);
-        let (mut ids, mut weights, mut end) = (Vec::new(), Vec::<u64>::new(), 0);
+        let (mut ids, mut weights, mut end) = (Vec::new(), Vec::<u64>::new(), 0u64);
         for (_, stack, n) in samples {
-            let w = n * weight;
-            end += w;
+            // Saturating: an off-CPU record's period is the capture's word.
+            let w = n.saturating_mul(weight);
+            end = end.saturating_add(w);
             if ids.last() == Some(&stack) {
                 if let Some(x) = weights.last_mut() {
-                    *x += w;
+                    *x = x.saturating_add(w);
                 }
                 continue;
             }
@@ -192,7 +194,10 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
             frames: frames.list,
         },
         profiles,
-        name: slice.file_name(),
+        name: match slice.metric() {
+            Metric::Cpu => slice.file_name(),
+            m => format!("{} ({} time)", slice.file_name(), m.label()),
+        },
         active_profile_index: active,
         exporter: format!("hotspot {}", env!("CARGO_PKG_VERSION")),
     };

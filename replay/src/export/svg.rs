@@ -1,14 +1,18 @@
 //! `report --format svg`: a self-contained interactive flame graph (click to zoom, Ctrl-F
-//! to search), drawn by inferno from the folded stacks.
+//! to search), drawn by inferno from the folded stacks. Under `--metric off-cpu` and
+//! `wall` the title names the metric and the state frames have a colour per state.
 
 use std::io::Write;
 
+use hotspot_format::ThreadState;
 use inferno::flamegraph;
+use inferno::flamegraph::color::{Color, PaletteMap};
 
 use super::ExportOptions;
 use super::error::ExportError;
 use super::folded;
 use super::slice::Slice;
+use crate::metric::{self, Metric};
 
 /// Longest name a frame of the graph carries, in bytes: a box is never wide enough to
 /// show more (the tooltip shows the rest).
@@ -61,8 +65,27 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
         return Err(ExportError::NoSamples(slice.file_name()));
     }
     let mut options = flamegraph::Options::default();
-    options.title = format!("hotspot: {}", slice.file_name());
-    let mut subtitle = format!("{} samples over {:.3} s", slice.total, slice.duration_s());
+    let metric = slice.metric();
+    let mut palette = PaletteMap::default();
+    let mut subtitle = if metric == Metric::Cpu {
+        options.title = format!("hotspot: {}", slice.file_name());
+        format!("{} samples over {:.3} s", slice.total, slice.duration_s())
+    } else {
+        options.title = format!("hotspot: {} ({} time)", slice.file_name(), metric.label());
+        options.count_name = "periods".to_string();
+        for state in ThreadState::ALL {
+            palette.insert(metric::state_frame(state), state_color(state));
+        }
+        let period = slice.period_ns();
+        format!(
+            "{} periods of {} = {:.3} s, over {:.3} s; off-CPU frames by state: S sleeping \
+             (blue), D uninterruptible (red), R runnable (orange)",
+            slice.total,
+            super::text::period_text(period),
+            super::split::secs(slice.total, period),
+            slice.duration_s()
+        )
+    };
     if !slice.selection.is_everything() {
         subtitle.push_str("; ");
         subtitle.push_str(&slice.selection.describe());
@@ -71,7 +94,12 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
         subtitle.push_str(&format!("; names cut to {max} bytes to fit"));
     }
     options.subtitle = Some(subtitle);
-    options.count_name = "samples".to_string();
+    if metric == Metric::Cpu {
+        options.count_name = "samples".to_string();
+    } else {
+        // Named frames take their colour from the map, the others the usual way.
+        options.palette_map = Some(&mut palette);
+    }
     // Never the random colours: output must be byte-identical run to run.
     options.deterministic = true;
     options.hash = false;
@@ -81,4 +109,15 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
             source,
         }
     })
+}
+
+/// The colour of a state's frame: waits one reads as calm, disk waits as alarms, waits for
+/// a CPU in between.
+fn state_color(state: ThreadState) -> Color {
+    let (r, g, b) = match state {
+        ThreadState::Sleeping => (90, 140, 230),
+        ThreadState::Uninterruptible => (220, 50, 50),
+        ThreadState::Runnable => (240, 160, 40),
+    };
+    Color { r, g, b }
 }

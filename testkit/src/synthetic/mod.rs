@@ -12,6 +12,7 @@
 //!   of first appearance, as a recorder interning stacks does.
 
 pub mod fixture;
+pub mod off_cpu;
 
 pub use crate::rng::Rng;
 

@@ -1,5 +1,8 @@
 //! `hotspot info`: what a capture is, how much it holds, how much of it has names, whether
-//! it is whole, and what its bytes are spent on.
+//! it is whole, and what its bytes are spent on; with off-CPU data, each thread's time
+//! on and off the CPU (`off_cpu.rs`).
+
+mod off_cpu;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -381,6 +384,7 @@ pub fn text_of(f: &Facts) -> String {
     if busiest.len() > 10 {
         let _ = writeln!(o, "  … {} more threads with samples", busiest.len() - 10);
     }
+    off_cpu::text(&mut o, f);
     unwinding_text(&mut o, &crate::unwinding::completeness(c, &f.counts.tally));
     let _ = writeln!(
         o,
@@ -598,6 +602,9 @@ struct Document {
     counts: Counts,
     processes: Vec<Process>,
     threads: Vec<Thread>,
+    /// Formats from 1.3 on only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    off_cpu: Option<off_cpu::OffCpuJson>,
     coverage: Coverage,
     unwinding: crate::unwinding::Completeness,
     ending: Ending,
@@ -688,6 +695,7 @@ pub fn json_of(f: &Facts) -> String {
                 samples: f.counts.thread_samples.get(&t.tid).copied().unwrap_or(0),
             })
             .collect(),
+        off_cpu: off_cpu::json(f),
         coverage: coverage(f),
         unwinding: {
             let mut u = crate::unwinding::completeness(c, &f.counts.tally);
