@@ -188,6 +188,7 @@ impl FilterArgs {
             threads: self.thread.clone(),
             pids: self.pid.clone(),
             no_kernel: self.no_kernel,
+            metric: Default::default(),
         }
     }
 }
