@@ -441,6 +441,12 @@ pub fn print_summary(s: &Summary, output: &Path) {
         human_bytes(size),
         output.display(),
     );
+    if s.progress.off_cpu_samples > 0 || s.progress.lost_off_cpu > 0 {
+        eprintln!(
+            "hotspot: {} off-CPU samples ({} off-CPU records lost)",
+            s.progress.off_cpu_samples, s.progress.lost_off_cpu
+        );
+    }
     if s.progress.lost_mappings > 0 {
         eprintln!(
             "hotspot: warning: the kernel dropped {} mapping events (its ring was full): frames of the processes they were about may be unnamed",

@@ -443,7 +443,9 @@ impl Normalizer {
 
 /// The functions a BPF program attached to a raw tracepoint runs under.
 fn is_tracing_function(name: &str) -> bool {
-    name.starts_with("bpf_prog_") || name.starts_with("bpf_trace_run") || name.starts_with("__bpf_trace_")
+    name.starts_with("bpf_prog_")
+        || name.starts_with("bpf_trace_run")
+        || name.starts_with("__bpf_trace_")
 }
 
 fn read_notes(path: &Path) -> Option<Vec<u8>> {

@@ -53,7 +53,15 @@ const KIND_ENUM64: u32 = 19;
 const FIELDS: [(&str, &[&str]); 5] = [
     (
         "task_struct",
-        &["pid", "tgid", "signal", "mm", "thread", "flags", "start_time"],
+        &[
+            "pid",
+            "tgid",
+            "signal",
+            "mm",
+            "thread",
+            "flags",
+            "start_time",
+        ],
     ),
     ("signal_struct", &["live"]),
     ("vm_area_struct", &["vm_start", "vm_end"]),
@@ -563,15 +571,12 @@ mod tests {
         types.extend_from_slice(&name.to_ne_bytes());
         types.extend_from_slice(&((KIND_STRUCT << 24) | flag | vlen).to_ne_bytes());
         types.extend_from_slice(&9000u32.to_ne_bytes());
-        for &(m, off) in task_members
-            .iter()
-            .chain(&[
-                ("mm", 1136 * 8),
-                ("thread", 3088 * 8),
-                ("flags", 44 * 8),
-                ("start_time", 2800 * 8),
-            ])
-        {
+        for &(m, off) in task_members.iter().chain(&[
+            ("mm", 1136 * 8),
+            ("thread", 3088 * 8),
+            ("flags", 44 * 8),
+            ("start_time", 2800 * 8),
+        ]) {
             push_member(&mut types, strings.add(m), 1, off);
         }
         // [6] vm_area_struct as 6.12+ has it: vm_end in a struct in a union, both

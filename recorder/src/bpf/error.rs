@@ -84,7 +84,6 @@ pub enum BpfError {
         reason: String,
     },
 
-
     /// The kernel's mapping events could not be opened.
     #[error(
         "cannot open the kernel's mapping events (a perf dummy event on CPU {cpu}; they need \

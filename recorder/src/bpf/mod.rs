@@ -4,6 +4,7 @@ mod btf_subset;
 mod caps;
 mod error;
 mod mapping_events;
+mod off_cpu;
 pub mod perf_records;
 mod programs;
 pub mod raw;
@@ -13,7 +14,8 @@ pub mod thread_times;
 mod time_order;
 
 pub use error::BpfError;
+pub use off_cpu::ProgramStats;
 pub use raw::{RawError, RawEvent, RawOffCpu, RawSample, StackEnd, UserRegs, parse_event};
-pub use thread_times::{RawThread, RawThreadTimes};
 pub use ring_size::ring_bytes_for;
-pub use sampler::{BpfSampler, EventSource, ProgramStats, SamplerOptions};
+pub use sampler::{BpfSampler, EventSource, SamplerOptions};
+pub use thread_times::{RawThread, RawThreadTimes};

@@ -178,7 +178,9 @@ pub(super) fn load_programs(
         .map_err(LoadFailure::Other)?
         .load()
         .map_err(|e| LoadFailure::Refused(sample_program, e))?;
-    let off_cpu = off_cpu_program.into_iter().flat_map(|p| [SWITCH_PROGRAM.0, p]);
+    let off_cpu = off_cpu_program
+        .into_iter()
+        .flat_map(|p| [SWITCH_PROGRAM.0, p]);
     for program in TASK_PROGRAMS.map(|(p, _)| p).into_iter().chain(off_cpu) {
         tracepoint_program(ebpf, program)
             .map_err(LoadFailure::Other)?

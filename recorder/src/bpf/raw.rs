@@ -755,6 +755,65 @@ mod tests {
         ));
     }
 
+    /// An off-CPU record: a sample, then the tail.
+    fn off_cpu(periods: u32, state: u32, stack: &[u8]) -> Vec<u8> {
+        let mut b = stack_sample(&[], &[0xffff_ffff_8100_0000], REGS_TASK | (1 << 4), stack);
+        b[0..4].copy_from_slice(&KIND_OFF_CPU.to_ne_bytes());
+        b.extend_from_slice(&periods.to_ne_bytes());
+        b.extend_from_slice(&state.to_ne_bytes());
+        b
+    }
+
+    #[test]
+    fn decodes_off_cpu_samples_and_thread_times() {
+        let bytes = off_cpu(7, 2, &[1, 2, 3]);
+        assert_eq!(
+            bytes.len(),
+            HEADER_SIZE + USER_REGS_SIZE + 8 + 3 + OFF_CPU_TAIL_SIZE
+        );
+        match parse_event(&bytes) {
+            Ok(RawEvent::OffCpu(o)) => {
+                assert_eq!((o.periods, o.state), (7, ThreadState::Uninterruptible));
+                assert_eq!(o.sample.stack, vec![1, 2, 3]);
+                assert_eq!(o.sample.kernel, vec![0xffff_ffff_8100_0000]);
+            }
+            other => panic!("not an off-CPU sample: {other:?}"),
+        }
+        // No periods, no waiting state, or the tail missing.
+        for (periods, state) in [(0, 1), (1, 0), (1, 4)] {
+            assert_eq!(
+                parse_event(&off_cpu(periods, state, &[])),
+                Err(RawError::BadOffCpu { periods, state })
+            );
+        }
+        let short = off_cpu(1, 1, &[9; 5]);
+        assert!(matches!(
+            parse_event(&short[..short.len() - 1]),
+            Err(RawError::BadOffCpu { .. } | RawError::LengthMismatch { .. })
+        ));
+        let mut bare = header(KIND_OFF_CPU, 0, 0);
+        bare.extend_from_slice(&[0; 4]);
+        assert!(parse_event(&bare).is_err());
+
+        let mut times = header(KIND_THREAD_TIMES, 0, 0);
+        for w in [100u64, 400, 100, 200, 0, 0, 5] {
+            times.extend_from_slice(&w.to_ne_bytes());
+        }
+        times.extend_from_slice(&1000u32.to_ne_bytes());
+        times.extend_from_slice(&0u32.to_ne_bytes());
+        match parse_event(&times) {
+            Ok(RawEvent::ThreadTimes { tid, times: t }) => {
+                assert_eq!(
+                    (tid, t.tgid, t.on_cpu_ns, t.sleeping_ns),
+                    (1001, 1000, 100, 200)
+                );
+            }
+            other => panic!("not thread times: {other:?}"),
+        }
+        times.push(0);
+        assert!(matches!(parse_event(&times), Err(RawError::ThreadTimes(_))));
+    }
+
     #[test]
     fn rejects_unknown_kinds() {
         assert_eq!(parse_event(&header(0, 0, 0)), Err(RawError::UnknownKind(0)));

@@ -22,10 +22,8 @@ const STACK_RING_FLOOR: u64 = 2 << 20;
 /// The largest record the BPF program writes with `stack_cap`: every frame and a full
 /// copy, and an off-CPU sample's tail.
 pub fn max_record_bytes(stack_cap: u32) -> u32 {
-    ((HEADER_SIZE
-        + USER_REGS_SIZE
-        + (MAX_USER_FRAMES + MAX_KERNEL_FRAMES) * 8
-        + OFF_CPU_TAIL_SIZE) as u32)
+    ((HEADER_SIZE + USER_REGS_SIZE + (MAX_USER_FRAMES + MAX_KERNEL_FRAMES) * 8 + OFF_CPU_TAIL_SIZE)
+        as u32)
         .saturating_add(stack_cap)
 }
 

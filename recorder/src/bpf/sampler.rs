@@ -4,7 +4,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
-use aya::maps::{Array, HashMap, MapData, MapError, PerCpuArray, RingBuf};
+use aya::maps::{HashMap, MapData, MapError, PerCpuArray, RingBuf};
 use aya::programs::perf_event::{
     PerfEventConfig, PerfEventLinkId, PerfEventScope, SamplePolicy, SoftwareEvent,
 };
@@ -16,16 +16,16 @@ use super::btf_subset;
 use super::caps;
 use super::error::{BpfError, chain, kernel_release};
 use super::mapping_events::MappingEvents;
+use super::off_cpu::{OffCpu, ProgramStats, THREADS_MAX};
 use super::perf_records::PerfRecord;
 use super::programs::{
-    FP_OFF_CPU_PROGRAM, FP_SAMPLE_PROGRAM, LoadFailure, SCHED_EXIT_TRACEPOINT,
-    STACK_OFF_CPU_PROGRAM, STACK_SAMPLE_PROGRAM, SWITCH_PROGRAM, TASK_PROGRAMS, attach_reason,
-    load_error, load_kernel_symbols, load_programs, map_error, perf_program, take_map,
-    tracepoint_program,
+    FP_OFF_CPU_PROGRAM, FP_SAMPLE_PROGRAM, LoadFailure, STACK_OFF_CPU_PROGRAM,
+    STACK_SAMPLE_PROGRAM, TASK_PROGRAMS, attach_reason, load_error, load_kernel_symbols,
+    load_programs, map_error, perf_program, take_map, tracepoint_program,
 };
 use super::raw::{HEADER_SIZE, MAX_STACK, RawEvent, parse_event};
-use super::thread_times::{RawThread, THREAD_SIZE};
 use super::ring_size::max_record_bytes;
+use super::thread_times::RawThread;
 use super::time_order::{self, TimeOrder};
 use crate::kernel_names::BpfKernelSymbols;
 
@@ -41,10 +41,6 @@ const LOST_SAMPLES: u32 = 0;
 const LOST_TASK_EVENTS: u32 = 1;
 const LOST_OFF_CPU: u32 = 2;
 const LOST_SWITCHES: u32 = 3;
-
-/// `--off-cpu`: most threads the kernel keeps times for at once (a preallocated hash of
-/// ~100 bytes an entry, ~3 MiB); a thread past it is counted lost at each switch.
-const THREADS_MAX: u32 = 32768;
 
 /// How to sample. Everything here is fixed once [`BpfSampler::load`] returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,37 +146,8 @@ pub struct BpfSampler {
     /// Both streams, merged into one time order.
     order: TimeOrder,
     perf_records: Vec<PerfRecord>,
-    /// `--off-cpu`: the kprobe program loaded ([`FP_OFF_CPU_PROGRAM`] or
-    /// [`STACK_OFF_CPU_PROGRAM`]), and its maps.
-    off_cpu_program: Option<&'static str>,
-    off_cpu_maps: Option<OffCpuMaps>,
-    /// The switch programs' links while attached.
-    switch_links: Option<SwitchLinks>,
-    /// Set by [`BpfSampler::set_session_start`]; else when `start` ran.
-    session_start_ns: Option<u64>,
-    accounting_end_ns: Option<u64>,
-}
-
-/// One loaded program's kernel statistics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProgramStats {
-    pub name: &'static str,
-    /// Total run time and runs while statistics were enabled.
-    pub run_time: Duration,
-    pub run_count: u64,
-    /// Instructions the verifier processed to accept it (5.16+).
-    pub verified_insns: Option<u32>,
-}
-
-/// `--off-cpu`'s maps.
-struct OffCpuMaps {
-    threads: HashMap<MapData, u32, [u8; THREAD_SIZE]>,
-    session: Array<MapData, u64>,
-}
-
-struct SwitchLinks {
-    switch: RawTracePointLinkId,
-    off_cpu: RawTracePointLinkId,
+    /// `--off-cpu`'s programs and maps.
+    off_cpu: Option<OffCpu>,
 }
 
 impl std::fmt::Debug for BpfSampler {
@@ -271,16 +238,15 @@ impl BpfSampler {
             (STACK_SAMPLE_PROGRAM, STACK_OFF_CPU_PROGRAM)
         };
         let off_cpu_program = opts.off_cpu.then_some(off_cpu_program);
-        let off_cpu = off_cpu_program;
         // aya does not fail the object's load on a CO-RE field it cannot find: it
         // poisons the instruction, and the verifier then refuses the program. A subset
         // that lacks a field the programs read is such a case: parse the whole BTF.
-        let mut loaded = load_programs(&mut ebpf, sample_program, off_cpu);
+        let mut loaded = load_programs(&mut ebpf, sample_program, off_cpu_program);
         let mut btf_subset = btf_subset;
         if btf_subset && matches!(&loaded, Err(f) if f.poisoned_relocation()) {
             ebpf = load_object(&mut EbpfLoader::new(), &globals).map_err(load_error)?;
             btf_subset = false;
-            loaded = load_programs(&mut ebpf, sample_program, off_cpu);
+            loaded = load_programs(&mut ebpf, sample_program, off_cpu_program);
         }
         loaded.map_err(LoadFailure::into_error)?;
         // Optional: without it (bpf_snprintf needs 5.13) kernel frames are named from
@@ -294,13 +260,8 @@ impl BpfSampler {
         let lost = PerCpuArray::try_from(take_map(&mut ebpf, "lost")?)
             .map_err(|e| map_error("lost", "open", &e))?;
         let epoll = epoll_for(&events).map_err(BpfError::Poll)?;
-        let off_cpu_maps = match off_cpu_program {
-            Some(_) => Some(OffCpuMaps {
-                threads: HashMap::try_from(take_map(&mut ebpf, "threads")?)
-                    .map_err(|e| map_error("threads", "open", &e))?,
-                session: Array::try_from(take_map(&mut ebpf, "session")?)
-                    .map_err(|e| map_error("session", "open", &e))?,
-            }),
+        let off_cpu = match off_cpu_program {
+            Some(program) => Some(OffCpu::new(&mut ebpf, program)?),
             None => None,
         };
 
@@ -321,18 +282,16 @@ impl BpfSampler {
             mapping_events: None,
             order: TimeOrder::default(),
             perf_records: Vec::new(),
-            off_cpu_program,
-            off_cpu_maps,
-            switch_links: None,
-            session_start_ns: None,
-            accounting_end_ns: None,
+            off_cpu,
         })
     }
 
     /// `--off-cpu`: the monotonic ns to account threads from (a thread already running
     /// or blocked is accounted from here): the session header's start. Before `start`.
     pub fn set_session_start(&mut self, ns: u64) {
-        self.session_start_ns = Some(ns);
+        if let Some(o) = &mut self.off_cpu {
+            o.session_start_ns = Some(ns);
+        }
     }
 
     /// Attaches the perf_event program on every online CPU and the tracepoints.
@@ -396,8 +355,8 @@ impl BpfSampler {
                 })?;
             tracepoint_links.push((program, link));
         }
-        if self.off_cpu_program.is_some() {
-            self.attach_switch()?;
+        if let Some(o) = &mut self.off_cpu {
+            o.attach(&mut self.ebpf)?;
         }
 
         let freq_hz = self.freq_hz;
@@ -419,65 +378,6 @@ impl BpfSampler {
         Ok(())
     }
 
-    /// `--off-cpu`: writes the session start, then attaches the off-CPU sampler before the
-    /// switch program (a sample the switch program makes due is then always taken).
-    fn attach_switch(&mut self) -> Result<(), BpfError> {
-        let Some(program) = self.off_cpu_program else {
-            return Ok(());
-        };
-        let start = self
-            .session_start_ns
-            .unwrap_or_else(crate::session::monotonic_ns);
-        if let Some(maps) = &mut self.off_cpu_maps {
-            maps.session
-                .set(0, start, 0)
-                .map_err(|e| map_error("session", "write", &e))?;
-        }
-        let off_cpu = tracepoint_program(&mut self.ebpf, program)?
-            .attach(SCHED_EXIT_TRACEPOINT)
-            .map_err(|e| BpfError::AttachTracepoint {
-                program,
-                tracepoint: SCHED_EXIT_TRACEPOINT,
-                reason: format!("{} (--off-cpu needs Linux 6.16)", chain(&e)),
-            })?;
-        let (switch_program, tracepoint) = SWITCH_PROGRAM;
-        let attached = tracepoint_program(&mut self.ebpf, switch_program)
-            .and_then(|p| {
-                p.attach(tracepoint).map_err(|e| BpfError::AttachTracepoint {
-                    program: switch_program,
-                    tracepoint,
-                    reason: format!("{} (--off-cpu needs Linux 5.18)", chain(&e)),
-                })
-            });
-        match attached {
-            Ok(switch) => {
-                self.switch_links = Some(SwitchLinks { switch, off_cpu });
-                Ok(())
-            }
-            Err(e) => {
-                if let Ok(p) = tracepoint_program(&mut self.ebpf, program) {
-                    let _ = p.detach(off_cpu);
-                }
-                Err(e)
-            }
-        }
-    }
-
-    /// Detaches the switch programs, if attached: thread times stop moving.
-    fn detach_switch(&mut self) -> Result<(), BpfError> {
-        let (Some(links), Some(program)) = (self.switch_links.take(), self.off_cpu_program) else {
-            return Ok(());
-        };
-        let switch = tracepoint_program(&mut self.ebpf, SWITCH_PROGRAM.0)?
-            .detach(links.switch)
-            .map_err(|e| BpfError::Detach { reason: chain(&e) });
-        let off_cpu = tracepoint_program(&mut self.ebpf, program)?
-            .detach(links.off_cpu)
-            .map_err(|e| BpfError::Detach { reason: chain(&e) });
-        self.accounting_end_ns = Some(crate::session::monotonic_ns());
-        switch.and(off_cpu)
-    }
-
     /// `--off-cpu`: switches out of a thread whose switch back in the kernel program did
     /// not see (summed over CPUs): each puts that interval, time on the CPU included, in
     /// the state the thread left in. Not yet explained; rare (see `switched_out` in
@@ -490,24 +390,18 @@ impl BpfSampler {
     /// (run time and runs count while the kernel keeps statistics: see
     /// [`BpfSampler::sample_program_run_time`]). `None` without `--off-cpu`.
     pub fn off_cpu_program_stats(&mut self) -> Result<Option<[ProgramStats; 2]>, BpfError> {
-        let Some(program) = self.off_cpu_program else {
-            return Ok(None);
-        };
-        let mut stats = |name: &'static str| {
-            tracepoint_program(&mut self.ebpf, name)?
-                .info()
-                .map(|i| ProgramStats {
-                    name,
-                    run_time: i.run_time(),
-                    run_count: i.run_count(),
-                    verified_insns: i.verified_instruction_count(),
-                })
-                .map_err(|e| BpfError::ProgramLoad {
-                    program: name,
-                    reason: chain(&e),
-                })
-        };
-        Ok(Some([stats(SWITCH_PROGRAM.0)?, stats(program)?]))
+        match &self.off_cpu {
+            Some(o) => o.stats(&mut self.ebpf).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Detaches the switch programs, if attached: thread times stop moving.
+    fn detach_switch(&mut self) -> Result<(), BpfError> {
+        match &mut self.off_cpu {
+            Some(o) => o.detach(&mut self.ebpf),
+            None => Ok(()),
+        }
     }
 
     /// Fork/exec/exit records the kernel dropped (ring full) plus children it could not
@@ -714,33 +608,16 @@ impl EventSource for BpfSampler {
     }
 
     fn accounting_end(&self) -> Option<u64> {
-        self.accounting_end_ns
+        self.off_cpu.as_ref().and_then(|o| o.end_ns)
     }
 
     fn take_thread_times(&mut self) -> Result<Vec<(u32, RawThread)>, BpfError> {
-        let Some(maps) = &mut self.off_cpu_maps else {
+        let Some(o) = &mut self.off_cpu else {
             return Ok(Vec::new());
         };
-        let tids = maps
-            .threads
-            .keys()
-            .collect::<Result<Vec<u32>, MapError>>()
-            .map_err(|e| map_error("threads", "list", &e))?;
-        let mut out = Vec::with_capacity(tids.len());
-        for tid in tids {
-            // Taken out, so that an exit from now on writes no second record of it.
-            let Ok(value) = maps.threads.get(&tid, 0) else {
-                continue; // it exited meanwhile: its exit record has it
-            };
-            if maps.threads.remove(&tid).is_err() {
-                continue;
-            }
-            match RawThread::parse(&value) {
-                Ok(t) => out.push((tid, t)),
-                Err(_) => self.malformed += 1,
-            }
-        }
-        Ok(out)
+        let (threads, malformed) = o.take_threads()?;
+        self.malformed += malformed;
+        Ok(threads)
     }
 }
 

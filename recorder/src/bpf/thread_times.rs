@@ -90,22 +90,30 @@ impl RawThread {
         let mut t = *self;
         let exited = exited && t.last_ns <= end_ns;
         let end = end_ns.max(t.first_ns);
-        let bucket = match t.state {
-            STATE_ON_CPU => &mut t.on_cpu_ns,
-            1 => &mut t.sleeping_ns,
-            2 => &mut t.uninterruptible_ns,
-            _ => &mut t.runnable_ns,
+        // The state since the last switch first, then the others.
+        let first = match t.state {
+            STATE_ON_CPU => 0,
+            code => code.min(3) as usize,
         };
+        let mut totals = [
+            &mut t.on_cpu_ns,
+            &mut t.sleeping_ns,
+            &mut t.uninterruptible_ns,
+            &mut t.runnable_ns,
+        ];
+        totals.swap(0, first);
         if end >= t.last_ns {
-            *bucket += end - t.last_ns;
+            *totals[0] += end - t.last_ns;
         } else {
-            // The kernel's totals add up, so the part cut off is all in this state
-            // only if it is at most that state's total; take the rest (never seen in
-            // practice) from the total on the CPU, which the exit's own interval is in.
-            let over = t.last_ns - end;
-            let from_bucket = over.min(*bucket);
-            *bucket -= from_bucket;
-            t.on_cpu_ns = t.on_cpu_ns.saturating_sub(over - from_bucket);
+            // The kernel's totals add up to last - first (checked by `parse`), so taking
+            // the part cut off from the state it was in, and should that not hold it all
+            // (an end before that state began), from the others, leaves end - first.
+            let mut over = t.last_ns - end;
+            for total in totals {
+                let take = over.min(*total);
+                *total -= take;
+                over -= take;
+            }
         }
         RawThreadTimes {
             tid,

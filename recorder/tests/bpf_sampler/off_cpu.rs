@@ -61,12 +61,12 @@ fn off_cpu_opts(stack_cap: u32) -> SamplerOptions {
     }
 }
 
+/// The threads left in the kernel's map at the end: (tid, times).
+type Live = Vec<(u32, RawThread)>;
+
 /// Runs the workload with `args` as a target to its end; returns every event, then the
 /// thread times left in the kernel.
-fn record(
-    sampler: &mut BpfSampler,
-    args: &[&str],
-) -> Result<(Vec<RawEvent>, Vec<(u32, RawThread)>)> {
+fn record(sampler: &mut BpfSampler, args: &[&str]) -> Result<(Vec<RawEvent>, Live)> {
     let mut child = Command::new(sleeper()?).args(args).spawn()?;
     sampler.add_target(child.id())?;
     let mut events = Vec::new();
@@ -92,8 +92,7 @@ fn off_cpu_samples(events: &[RawEvent], tid: u32) -> Vec<&RawOffCpu> {
 }
 
 #[test]
-fn a_thread_that_sleeps_half_the_time_gets_exact_times_and_samples_for_all_of_it() -> Result<()>
-{
+fn a_thread_that_sleeps_half_the_time_gets_exact_times_and_samples_for_all_of_it() -> Result<()> {
     let _serial = serial();
     for stack_cap in [65536, 0] {
         let mut sampler = sampler(off_cpu_opts(stack_cap))?;
@@ -145,7 +144,10 @@ fn a_thread_that_sleeps_half_the_time_gets_exact_times_and_samples_for_all_of_it
         // A switch in not seen (see switched_out in ebpf/hotspot.bpf.c) moves up to one
         // wait of time on the CPU into a blocked state: rare, counted, bounded here.
         let unseen = sampler.unseen_switches()?;
-        eprintln!("{unseen} switches in not seen in {} off-CPU samples", samples.len());
+        eprintln!(
+            "{unseen} switches in not seen in {} off-CPU samples",
+            samples.len()
+        );
         ensure!(unseen <= 5, "{unseen} switches in not seen");
         let asleep: u64 = samples
             .iter()
@@ -185,12 +187,17 @@ fn switch_programs_cost_little_per_switch_and_to_verify() -> Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot enable BPF statistics: {e}"))?;
     let mut sampler = sampler(off_cpu_opts(65536))?;
     let (events, live) = record(&mut sampler, &["1", "pingpong"])?;
-    let stats = sampler.off_cpu_program_stats()?.context("no off-CPU programs")?;
+    let stats = sampler
+        .off_cpu_program_stats()?
+        .context("no off-CPU programs")?;
     let exits = events
         .iter()
         .filter(|e| matches!(e, RawEvent::ThreadTimes { .. }))
         .count();
-    ensure!(exits == 2 && live.iter().all(|(_, t)| t.tgid != 0), "{exits} exits");
+    ensure!(
+        exits == 2 && live.iter().all(|(_, t)| t.tgid != 0),
+        "{exits} exits"
+    );
     for s in stats {
         let per_call = s.run_time.as_nanos() as u64 / s.run_count.max(1);
         eprintln!(
@@ -203,7 +210,11 @@ fn switch_programs_cost_little_per_switch_and_to_verify() -> Result<()> {
         // for no sample due) on a busy 2-CPU VM; 4x that means something got slow.
         ensure!(per_call <= 400, "{}: {per_call} ns a run", s.name);
         let verified = s.verified_insns.context("no verified_insns (5.16+)")?;
-        ensure!(verified <= 10_000, "{}: {verified} instructions verified", s.name);
+        ensure!(
+            verified <= 10_000,
+            "{}: {verified} instructions verified",
+            s.name
+        );
     }
     Ok(())
 }
