@@ -306,12 +306,15 @@ pub fn record_with(
     let kernel_lost: u64 = sampler.lost_per_cpu()?.iter().sum();
     if let Some(log) = &mut flush_log {
         let tail = format!(
-            "bpf-lost {kernel_lost}\nbpf-lost-task-events {}\nmalformed {}\ncapture-lost {}\nlost-mapping-events {}\nmalformed-mapping-events {}\n",
+            "bpf-lost {kernel_lost}\nbpf-lost-task-events {}\nmalformed {}\ncapture-lost {}\nlost-mapping-events {}\nmalformed-mapping-events {}\nbpf-lost-off-cpu {}\ncapture-lost-off-cpu {}\nunseen-switches {}\n",
             sampler.lost_task_events()?,
             sampler.malformed_records(),
             summary.progress.lost,
             summary.progress.lost_mappings,
-            sampler.mapping_events_malformed()
+            sampler.mapping_events_malformed(),
+            sampler.lost_off_cpu()?,
+            summary.progress.lost_off_cpu,
+            sampler.unseen_switches()?
         );
         let _ = log.write_all(tail.as_bytes());
     }
