@@ -321,6 +321,12 @@ fn pieces(state: &mut State) {
         f.tree.nodes.len()
     );
     let t = Instant::now();
-    let _ = timeline(&mut state.data, &Default::default(), false, 160);
+    let _ = timeline(
+        &mut state.data,
+        &Default::default(),
+        false,
+        hotspot_replay::metric::Metric::Cpu,
+        160,
+    );
     println!("  timeline: {}", ms(t.elapsed()));
 }
