@@ -46,7 +46,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     }
     put(buf, area.x, area.y, area.width, &title, pal.title());
     if state.data.has_off_cpu() {
-        return render_times(state, area, buf, &rows, per_thread, total);
+        return render_times(state, area, buf, (&rows, &excluded), per_thread, total);
     }
     put(
         buf,
@@ -114,7 +114,7 @@ fn render_times(
     state: &State,
     area: Rect,
     buf: &mut Buffer,
-    rows: &[usize],
+    (rows, excluded): (&[usize], &std::collections::BTreeSet<u32>),
     per_thread: &[u64],
     total: u64,
 ) {
@@ -156,7 +156,7 @@ fn render_times(
         };
         buf.set_style(Rect::new(area.x, y, area.width, 1), style);
         let n = per_thread.get(i).copied().unwrap_or(0);
-        let mark = if state.excluded().contains(&t.tid) {
+        let mark = if excluded.contains(&t.tid) {
             "[ ]"
         } else {
             "[x]"
