@@ -2,7 +2,9 @@
 //! first frame (index, fold, timeline, draw) and the refold after moving the time
 //! selection, in each view.
 //!
-//! `cargo bench -p hotspot-replay --bench refold [-- SAMPLES]` (default 5,000,000).
+//! `cargo bench -p hotspot-replay --bench refold [-- SAMPLES] [--off-cpu]` (default
+//! 5,000,000). `--off-cpu` adds an off-CPU sample (1–8 periods, a random state, the same
+//! stacks) after every 8th CPU sample, and times the metric toggle.
 
 use std::time::{Duration, Instant};
 
@@ -121,6 +123,30 @@ fn synthetic(samples: usize) -> Capture {
     c
 }
 
+/// One off-CPU sample after every 8th CPU sample of each thread (what `--off-cpu` adds).
+fn add_off_cpu(c: &mut Capture) {
+    use hotspot_format::{OffCpu, OffCpuSample, ThreadState};
+    let mut rng = Rng(0x0ff);
+    c.off_cpu = Some(OffCpu {
+        period_ns: 1_000_000_000 / 499,
+    });
+    let off: Vec<OffCpuSample> = c
+        .samples
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 64 < 8)
+        .map(|(_, s)| OffCpuSample {
+            sample: Sample {
+                time_ns: s.time_ns + 1,
+                ..*s
+            },
+            periods: 1 + rng.below(8) as u32,
+            state: ThreadState::ALL[rng.below(3) as usize],
+        })
+        .collect();
+    c.off_cpu_samples = off;
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
@@ -130,11 +156,16 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(5_000_000);
+    let off_cpu = std::env::args().any(|a| a == "--off-cpu");
     let t = Instant::now();
-    let capture = synthetic(n);
+    let mut capture = synthetic(n);
+    if off_cpu {
+        add_off_cpu(&mut capture);
+    }
     println!(
-        "synthetic capture: {} samples, {} stacks, built in {}",
+        "synthetic capture: {} samples + {} off-CPU, {} stacks, built in {}",
         capture.samples.len(),
+        capture.off_cpu_samples.len(),
         capture.stacks.len(),
         ms(t.elapsed())
     );
@@ -199,6 +230,25 @@ fn main() {
     state.refresh();
     draw(&state, &mut buf, Instant::now());
     println!("select all, stream view: {}", ms(t.elapsed()));
+    if off_cpu {
+        apply(&mut state, Cmd::ShowFlame, Instant::now());
+        for _ in 0..3 {
+            let t = Instant::now();
+            apply(&mut state, Cmd::Metric, Instant::now());
+            state.refresh();
+            draw(&state, &mut buf, Instant::now());
+            println!(
+                "metric to {}, flame view, whole capture: {} (refold + tree + timeline + draw)",
+                state.metric,
+                ms(t.elapsed())
+            );
+        }
+    }
+    println!(
+        "model: {} cells, {} dense stacks",
+        state.data.buckets.cells(),
+        state.data.stack_ids.len()
+    );
 }
 
 /// Writes the synthetic capture as a capture file, one block per second of samples (as
@@ -256,6 +306,12 @@ fn write_file(c: &Capture, path: &std::path::Path) {
             w.flush_block().expect("flush");
         }
         w.push_sample(*s).expect("sample");
+    }
+    if let Some(o) = &c.off_cpu {
+        w.push(Record::OffCpu(*o)).expect("push");
+        for s in &c.off_cpu_samples {
+            w.push_off_cpu_sample(*s).expect("sample");
+        }
     }
     let last = c.samples.last().map_or(0, |s| s.time_ns);
     w.finish(0, last, 0).expect("finish");
@@ -321,6 +377,12 @@ fn pieces(state: &mut State) {
         f.tree.nodes.len()
     );
     let t = Instant::now();
-    let _ = timeline(&mut state.data, &Default::default(), false, 160);
+    let _ = timeline(
+        &mut state.data,
+        &Default::default(),
+        false,
+        hotspot_replay::metric::Metric::Cpu,
+        160,
+    );
     println!("  timeline: {}", ms(t.elapsed()));
 }

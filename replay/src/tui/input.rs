@@ -23,6 +23,9 @@ pub enum Action {
     Copy(String),
 }
 
+/// What `m` says on a capture without off-CPU data (it weighs CPU time only).
+pub const NO_OFF_CPU: &str = "no off-CPU data (recorded without --off-cpu): CPU time only";
+
 /// Follow windows `F` cycles through.
 const FOLLOW_STEPS_NS: [u64; 3] = [5_000_000_000, 10_000_000_000, 30_000_000_000];
 
@@ -109,6 +112,15 @@ pub fn apply(state: &mut State, cmd: Cmd, now: Instant) -> Action {
             }
         }
         Cmd::ToggleKernel => state.no_kernel = !state.no_kernel,
+        Cmd::Metric => {
+            if state.data.has_off_cpu() {
+                state.metric = state.metric.next();
+                state.say(format!("weighing by {} time", state.metric.label()), now);
+            } else {
+                state.say(NO_OFF_CPU, now);
+            }
+        }
+        Cmd::HideIdle => hide_idle(state, now),
         Cmd::Freeze => {
             state.frozen = match state.frozen {
                 Some(_) => None,
@@ -176,6 +188,20 @@ pub fn apply(state: &mut State, cmd: Cmd, now: Instant) -> Action {
     Action::Redraw
 }
 
+fn hide_idle(state: &mut State, now: Instant) {
+    state.threads.hide_idle = !state.threads.hide_idle;
+    state.threads.pos = ListPos::default();
+    let idle = state.data.idle_threads().len();
+    let pct = crate::tui::model::IDLE_CPU_PERCENT;
+    let text = match (state.threads.hide_idle, idle) {
+        (false, _) => "idle threads shown".to_string(),
+        (true, 0) => format!("no idle threads (all over {pct}% on a CPU)"),
+        (true, 1) => format!("1 idle thread hidden (under {pct}% on a CPU)"),
+        (true, n) => format!("{n} idle threads hidden (under {pct}% on a CPU)"),
+    };
+    state.say(text, now);
+}
+
 fn show(state: &mut State, v: View) {
     if state.view != v {
         state.history.push(state.view);
@@ -236,7 +262,8 @@ fn open(state: &mut State) {
             }
         }
         View::Threads => {
-            if let Some(t) = state.data.threads.get(state.threads.pos.cursor) {
+            let row = state.thread_rows().get(state.threads.pos.cursor).copied();
+            if let Some(t) = row.and_then(|i| state.data.threads.get(i)) {
                 let tid = t.tid;
                 if !state.threads.excluded.remove(&tid) {
                     state.threads.excluded.insert(tid);
@@ -275,7 +302,7 @@ fn move_by(state: &mut State, by: isize) {
             step(&mut state.callers.pos, n);
         }
         View::Threads => {
-            let n = state.data.threads.len();
+            let n = state.thread_rows().len();
             step(&mut state.threads.pos, n);
         }
         View::Flame => {
@@ -465,7 +492,7 @@ fn click(state: &mut State, x: u16, y: u16) -> Action {
         }
         View::Threads => {
             if let Some(i) = row.map(|i| i + state.threads.pos.offset)
-                && i < state.data.threads.len()
+                && i < state.thread_rows().len()
             {
                 if i == state.threads.pos.cursor {
                     open(state);

@@ -2,7 +2,10 @@
 //! none under `NO_COLOR`. A function keeps its colour across views and refolds because
 //! the colour is a hash of its name.
 
+use hotspot_format::ThreadState;
 use ratatui::style::{Color, Modifier, Style};
+
+use crate::metric;
 
 /// What the terminal can show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +73,10 @@ const MODULE_ANSI: [Color; 6] = [
     Color::Gray,
 ];
 const KERNEL_RGB: (u8, u8, u8) = (86, 180, 233);
+/// Off-CPU states (S, D, R): greens, purple and grey, hues the CPU palette (warm user
+/// code, blue kernel) never takes, so blocked time never passes for running code.
+const STATE_RGB: [(u8, u8, u8); 3] = [(77, 175, 74), (152, 78, 163), (160, 160, 160)];
+const STATE_ANSI: [Color; 3] = [Color::Green, Color::LightMagenta, Color::Gray];
 
 impl Palette {
     pub fn new(mode: ColorMode) -> Palette {
@@ -107,6 +114,40 @@ impl Palette {
     /// Style of a function's bar.
     pub fn function(&self, name: &str, kernel: bool) -> Style {
         self.style_bg(self.function_color(name, kernel))
+    }
+
+    /// Colour of an off-CPU state (its leaf frames, its lane time).
+    pub fn state_color(&self, state: ThreadState) -> Color {
+        let i = crate::tui::model::state_index(state);
+        match self.mode {
+            ColorMode::True => {
+                let (r, g, b) = STATE_RGB[i];
+                Color::Rgb(r, g, b)
+            }
+            _ => STATE_ANSI[i],
+        }
+    }
+
+    /// Colour of a frame's bar: its state's for the off-CPU state frames
+    /// ([`metric::state_frame`]), its function's otherwise.
+    pub fn frame_color(&self, module: &str, name: &str, kernel: bool) -> Color {
+        match metric::state_of_frame(module, name) {
+            Some(s) => self.state_color(s),
+            None => self.function_color(name, kernel),
+        }
+    }
+
+    /// Style of a frame's bar ([`Palette::frame_color`]).
+    pub fn frame(&self, module: &str, name: &str, kernel: bool) -> Style {
+        self.style_bg(self.frame_color(module, name, kernel))
+    }
+
+    /// Text in an off-CPU state's colour.
+    pub fn state(&self, state: ThreadState) -> Style {
+        match self.mode {
+            ColorMode::None => Style::new(),
+            _ => Style::new().fg(self.state_color(state)),
+        }
     }
 
     /// Colour of the n-th object in the legend (the kernel always the same).
@@ -233,5 +274,31 @@ mod tests {
             panic!("rgb expected");
         };
         assert!(b > r);
+    }
+
+    #[test]
+    fn state_frames_have_their_own_colours_apart_from_code() {
+        for mode in [ColorMode::True, ColorMode::Ansi] {
+            let p = Palette::new(mode);
+            let colours: Vec<Color> = ThreadState::ALL
+                .into_iter()
+                .map(|s| p.frame_color(metric::OFF_CPU_MODULE, metric::state_frame(s), false))
+                .collect();
+            assert_eq!(colours[0], p.state_color(ThreadState::Sleeping));
+            assert!(
+                colours[0] != colours[1] && colours[1] != colours[2] && colours[0] != colours[2]
+            );
+            for c in &colours {
+                if mode == ColorMode::Ansi {
+                    assert!(!ANSI_USER.contains(c) && !ANSI_KERNEL.contains(c), "{c:?}");
+                }
+            }
+            // A function that merely has the name, outside the module, is code.
+            let name = metric::state_frame(ThreadState::Sleeping);
+            assert_eq!(
+                p.frame_color("libc.so.6", name, false),
+                p.function_color(name, false)
+            );
+        }
     }
 }

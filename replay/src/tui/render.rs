@@ -11,7 +11,7 @@ use super::views::{callers, chrome, flame, flat, stream, threads, timeline};
 /// Draws every part of the screen into `buf` (whose area is the terminal).
 pub fn draw(state: &State, buf: &mut Buffer, now: Instant) {
     let r = state.regions();
-    chrome::header(state, r.header, buf, now);
+    chrome::header(state, r.header, buf);
     match state.view {
         View::Flat => flat::render(state, r.main, buf),
         View::Callers => callers::render(state, r.main, buf),
@@ -20,7 +20,7 @@ pub fn draw(state: &State, buf: &mut Buffer, now: Instant) {
         View::Threads => threads::render(state, r.main, buf),
     }
     timeline::render(state, r.timeline, buf);
-    chrome::footer(state, r.footer, buf);
+    chrome::footer(state, r.footer, buf, now);
     if state.help {
         chrome::help(state, buf.area, buf);
     }

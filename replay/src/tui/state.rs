@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use ratatui::layout::Rect;
 
+use crate::metric::Metric;
 use crate::model::aggregate::FlatRow;
 use crate::model::aggregate::Neighbours;
 use crate::names::FunctionKey;
@@ -13,7 +14,8 @@ use crate::names::FunctionKey;
 use super::layout::Regions;
 use super::links::link::LinkBase;
 use super::model::{
-    Data, Fold, Query, Stream, Timeline, ensure_tree, fold, neighbours, stream, timeline,
+    Data, Fold, Lanes, Query, Stream, Timeline, ensure_tree, fold, lanes, neighbours, stream,
+    timeline,
 };
 use super::palette::Palette;
 
@@ -124,6 +126,9 @@ pub struct ThreadsState {
     pub pos: ListPos,
     /// Thread ids left out of every view.
     pub excluded: BTreeSet<u32>,
+    /// Idle threads ([`crate::tui::model::IDLE_CPU_PERCENT`]) are hidden: left out of
+    /// every view and of the list.
+    pub hide_idle: bool,
 }
 
 /// A fold frozen by `space`: the data generation and last sample time it showed.
@@ -154,6 +159,8 @@ pub struct State {
     pub follow: Option<u64>,
     pub frozen: Option<Frozen>,
     pub no_kernel: bool,
+    /// What the views weigh: CPU, off-CPU or wall-clock time.
+    pub metric: Metric,
     pub timeline_by_thread: bool,
     pub help: bool,
     /// A message and when it was set (shown for a few seconds).
@@ -174,8 +181,11 @@ pub struct Cache {
     pub fold: Option<Fold>,
     /// Bumped per refold: what derived caches key on.
     pub fold_version: u64,
-    pub timeline_key: Option<(u64, BTreeSet<u32>, bool, u16)>,
+    pub timeline_key: Option<(u64, BTreeSet<u32>, bool, Metric, u16)>,
     pub timeline: Timeline,
+    pub lanes_key: Option<(u64, u16)>,
+    /// Per-thread lanes of the threads view (captures with off-CPU data).
+    pub lanes: Lanes,
     pub stream_key: Option<(u64, Query, u16)>,
     pub stream: Stream,
     pub rows_key: Option<(u64, String, Sort)>,
@@ -207,6 +217,7 @@ impl State {
             follow: None,
             frozen: None,
             no_kernel: false,
+            metric: Metric::Cpu,
             timeline_by_thread: false,
             help: false,
             notice: None,
@@ -261,9 +272,28 @@ impl State {
         Query {
             from_ns,
             to_ns,
-            excluded: self.threads.excluded.clone(),
+            excluded: self.excluded(),
             no_kernel: self.no_kernel,
+            metric: self.metric,
         }
+    }
+
+    /// Thread ids left out of the views: those excluded by hand, and the idle ones while
+    /// they are hidden.
+    pub fn excluded(&self) -> BTreeSet<u32> {
+        let mut out = self.threads.excluded.clone();
+        if self.threads.hide_idle {
+            out.extend(self.data.idle_threads());
+        }
+        out
+    }
+
+    /// Dense indices of the threads the thread list shows (idle ones left out while
+    /// hidden).
+    pub fn thread_rows(&self) -> Vec<usize> {
+        (0..self.data.threads.len())
+            .filter(|&i| !(self.threads.hide_idle && self.data.is_idle(i)))
+            .collect()
     }
 
     /// The current fold (after [`State::refresh`]).
@@ -303,15 +333,17 @@ impl State {
         let version = self.cache.fold_version;
         let tl_key = (
             generation,
-            self.threads.excluded.clone(),
+            q.excluded.clone(),
             self.no_kernel,
+            self.metric,
             regions.timeline.width,
         );
         if self.cache.timeline_key.as_ref() != Some(&tl_key) {
             let mut t = timeline(
                 &mut self.data,
-                &self.threads.excluded,
+                &q.excluded,
                 self.no_kernel,
+                self.metric,
                 usize::from(regions.timeline.width),
             );
             if let Some(f) = self.frozen {
@@ -326,6 +358,14 @@ impl State {
             if self.cache.stream_key.as_ref() != Some(&st_key) {
                 self.cache.stream = stream(&mut self.data, &q, usize::from(regions.main.width));
                 self.cache.stream_key = Some(st_key);
+            }
+        }
+        if self.view == View::Threads && self.data.has_off_cpu() {
+            let width = super::views::threads::lane_width(regions.main.width);
+            let key = (generation, width);
+            if self.cache.lanes_key != Some(key) {
+                self.cache.lanes = lanes(&self.data, usize::from(width));
+                self.cache.lanes_key = Some(key);
             }
         }
         let rows_key = (version, self.flat.filter.clone(), self.flat.sort);
@@ -350,7 +390,7 @@ impl State {
         self.flat.pos.clamp(n, h);
         let n = self.callers_len();
         self.callers.pos.clamp(n, h.saturating_sub(3));
-        let n = self.data.threads.len();
+        let n = self.thread_rows().len();
         self.threads.pos.clamp(n, h);
     }
 

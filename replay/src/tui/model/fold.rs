@@ -11,7 +11,7 @@ use crate::names::FunctionKey;
 /// The selected samples folded into everything the views show.
 #[derive(Debug, Clone)]
 pub struct Fold {
-    /// Weight selected.
+    /// Weight selected, in periods of the query's metric (for a CPU fold, samples).
     pub total: u64,
     /// Weight of samples whose stack the capture does not define (a lost block).
     pub unknown_stacks: u64,
@@ -53,8 +53,14 @@ pub fn fold(data: &mut Data, q: &Query) -> Fold {
     let mut counts = vec![0u64; data.stack_ids.len()];
     // Every dense index is in range; anything else would be counted as undefined.
     let mut stray = 0u64;
+    let counted = data.counted(q.metric);
     for (_, cells) in data.buckets.range(q.from_ns, q.to_ns) {
         for c in cells {
+            if let Some(k) = &counted
+                && !k.get(c.stack as usize).copied().unwrap_or(true)
+            {
+                continue;
+            }
             per_thread[c.thread as usize] += c.count;
             if mask[c.thread as usize] {
                 continue;

@@ -3,25 +3,33 @@
 //! ([`crate::model`]); the folds every view draws from ([`fold`](mod@fold),
 //! [`timeline`](mod@timeline), [`stream`](mod@stream)) read both, so a refold is a pass
 //! over buckets and tables, never over samples or names.
+//!
+//! Off-CPU samples (format 1.3) go into the same buckets under their own dense stack
+//! indices, one per (capture stack, state), each remembering its [`Class`]: a fold
+//! weighs a cell by its stack's class under the [`Metric`] asked for, so switching the
+//! metric is a refold, never a re-read of the file.
 
 pub mod buckets;
 pub mod fold;
+pub mod lanes;
 pub mod stream;
 pub mod timeline;
 
 use std::collections::BTreeSet;
 
-use hotspot_format::{Event, ModuleKind};
+use hotspot_format::{Event, ModuleKind, ThreadState};
 use rustc_hash::FxHashMap;
 
 use crate::capture::{Capture, SampleSink};
 use crate::clock::Clock;
+use crate::metric::{Class, Metric};
 use crate::model::{Interned, Profile};
 use crate::names::FrameName;
 use buckets::Buckets;
 
 pub use crate::model::aggregate::{Tree, TreeNode};
 pub use fold::{Fold, ensure_tree, fold, neighbours};
+pub use lanes::{Lanes, lanes};
 pub use stream::{Stream, stream};
 pub use timeline::{Bucket, Timeline, timeline};
 
@@ -31,9 +39,45 @@ pub struct ThreadRow {
     pub tid: u32,
     pub pid: u32,
     pub name: String,
-    /// Samples in the whole capture.
+    /// CPU samples in the whole capture.
     pub samples: u64,
+    /// Off-CPU periods in the whole capture, per state (in [`ThreadState::ALL`] order).
+    pub off_cpu: [u64; 3],
 }
+
+/// Index of a state in [`ThreadState::ALL`] (and in [`ThreadRow::off_cpu`]).
+pub fn state_index(state: ThreadState) -> usize {
+    match state {
+        ThreadState::Sleeping => 0,
+        ThreadState::Uninterruptible => 1,
+        ThreadState::Runnable => 2,
+    }
+}
+
+/// A thread's time in the whole capture, in ns: on a CPU and off it per state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ThreadTotals {
+    pub on_cpu_ns: u64,
+    /// Off the CPU per state, in [`ThreadState::ALL`] order.
+    pub off_cpu_ns: [u64; 3],
+    /// From the kernel's exact accounting (`ThreadTimes`), not from samples.
+    pub exact: bool,
+}
+
+impl ThreadTotals {
+    /// On and off the CPU together.
+    pub fn wall_ns(&self) -> u64 {
+        self.off_cpu_ns
+            .iter()
+            .fold(self.on_cpu_ns, |a, &b| a.saturating_add(b))
+    }
+}
+
+/// A thread is idle when it spent less than this percentage of its time on a CPU. An
+/// idle pool thread that only waits sits near 0% (a wakeup to find its queue empty costs
+/// microseconds); any thread doing work shows well above 1%; and 1% of a 10 s lifetime at
+/// 99 Hz is about 10 samples, below which a thread's own CPU profile is noise anyway.
+pub const IDLE_CPU_PERCENT: u64 = 1;
 
 /// The capture, its samples in time order, and the name cache.
 #[derive(Debug, Default)]
@@ -50,6 +94,13 @@ pub struct Data {
     /// (stack `u32::MAX`) must not size an array.
     pub stack_ids: Vec<u32>,
     stack_index: FxHashMap<u32, u32>,
+    /// Dense stack index → what kind of time its samples stand for (off-CPU samples get
+    /// their own dense index per (stack, state), so a cell never mixes classes).
+    pub stack_class: Vec<Class>,
+    /// (capture stack, state) → dense index, for off-CPU samples.
+    off_index: FxHashMap<(u32, ThreadState), u32>,
+    /// Off-CPU samples taken in.
+    off_cpu_samples: u64,
     /// Bumped whenever samples or names change: the folds' cache key.
     pub generation: u64,
     symbols_seen: usize,
@@ -65,14 +116,24 @@ pub struct Data {
 }
 
 impl Data {
-    /// A model over a capture read whole (its samples are taken over).
+    /// A model over a capture read whole (its samples, CPU and off-CPU, are taken over).
     pub fn new(mut capture: Capture) -> Data {
         let samples = std::mem::take(&mut capture.samples);
+        let off_cpu = std::mem::take(&mut capture.off_cpu_samples);
         let mut d = Data {
             capture,
             ..Data::default()
         };
         d.take_samples(samples);
+        if !off_cpu.is_empty() {
+            let mut sink = sink!(d);
+            for s in &off_cpu {
+                let class = Class::OffCpu(s.state);
+                sink.sample(&s.sample, class, u64::from(s.periods));
+            }
+            sink.flush();
+            d.names_arrived();
+        }
         d.symbols_seen = d.capture.symbols.len();
         d
     }
@@ -122,11 +183,7 @@ impl Data {
     fn take_samples(&mut self, samples: Vec<hotspot_format::Sample>) {
         let mut sink = sink!(self);
         for s in &samples {
-            sink.sample(
-                s,
-                crate::metric::Class::OnCpu,
-                crate::capture::SAMPLE_WEIGHT,
-            );
+            sink.sample(s, Class::OnCpu, crate::capture::SAMPLE_WEIGHT);
         }
         sink.flush();
         self.names_arrived();
@@ -147,9 +204,71 @@ impl Data {
         Clock::of(self.capture.session.as_ref(), self.first_sample)
     }
 
-    /// Samples taken in.
+    /// CPU samples taken in.
     pub fn samples(&self) -> u64 {
-        self.buckets.samples()
+        self.buckets.samples() - self.off_cpu_samples
+    }
+
+    /// Off-CPU samples taken in.
+    pub fn off_cpu_samples(&self) -> u64 {
+        self.off_cpu_samples
+    }
+
+    /// Whether the capture recorded off-CPU time (its definition, or any off-CPU sample).
+    pub fn has_off_cpu(&self) -> bool {
+        self.capture.off_cpu.is_some() || self.off_cpu_samples > 0
+    }
+
+    /// Per dense stack, whether `metric` counts its samples; `None` when it counts every
+    /// stack there is (a CPU-only capture under `cpu`, anything under `wall`), so the
+    /// folds of a capture without off-CPU data pay nothing for the metric.
+    pub fn counted(&self, metric: Metric) -> Option<Vec<bool>> {
+        if metric == Metric::Wall || (metric == Metric::Cpu && self.off_index.is_empty()) {
+            return None;
+        }
+        Some(self.stack_class.iter().map(|&c| metric.counts(c)).collect())
+    }
+
+    /// Thread `idx`'s (dense) time in the whole capture: exact from the kernel's
+    /// thread-times records when the capture has them, else from its samples.
+    pub fn thread_totals(&self, idx: usize) -> ThreadTotals {
+        let Some(t) = self.threads.get(idx) else {
+            return ThreadTotals::default();
+        };
+        if let Some(x) = self.capture.thread_times.get(&t.tid) {
+            return ThreadTotals {
+                on_cpu_ns: x.on_cpu_ns,
+                off_cpu_ns: [x.sleeping_ns, x.uninterruptible_ns, x.runnable_ns],
+                exact: true,
+            };
+        }
+        let p = self.capture.period_ns();
+        ThreadTotals {
+            on_cpu_ns: t.samples.saturating_mul(p),
+            off_cpu_ns: t.off_cpu.map(|n| n.saturating_mul(p)),
+            exact: false,
+        }
+    }
+
+    /// Whether thread `idx` (dense) is idle ([`IDLE_CPU_PERCENT`]): its CPU time against
+    /// its wall time, or against the capture's span when the capture has no off-CPU data
+    /// (its waits are unknown, so its lifetime is taken as the whole capture).
+    pub fn is_idle(&self, idx: usize) -> bool {
+        let t = self.thread_totals(idx);
+        let wall = if self.has_off_cpu() {
+            t.wall_ns()
+        } else {
+            self.span().map_or(0, |(a, b)| b - a)
+        };
+        u128::from(t.on_cpu_ns) * 100 < u128::from(wall) * u128::from(IDLE_CPU_PERCENT)
+    }
+
+    /// Thread ids of the idle threads.
+    pub fn idle_threads(&self) -> BTreeSet<u32> {
+        (0..self.threads.len())
+            .filter(|&i| self.is_idle(i))
+            .map(|i| self.threads[i].tid)
+            .collect()
     }
 
     /// The capture's time span: from the session start (or first sample) to the end
@@ -211,9 +330,14 @@ impl Data {
         if self.interned.len() < n {
             self.interned.resize(n, None);
         }
-        for (slot, &real) in self.interned.iter_mut().zip(&self.stack_ids) {
+        for ((slot, &real), &class) in self
+            .interned
+            .iter_mut()
+            .zip(&self.stack_ids)
+            .zip(&self.stack_class)
+        {
             if slot.is_none() {
-                *slot = self.profile.intern(&self.capture, real);
+                *slot = self.profile.intern_class(&self.capture, real, class);
             }
         }
     }
@@ -239,6 +363,9 @@ macro_rules! sink {
             thread_index: &mut $d.thread_index,
             stack_ids: &mut $d.stack_ids,
             stack_index: &mut $d.stack_index,
+            stack_class: &mut $d.stack_class,
+            off_index: &mut $d.off_index,
+            off_cpu_samples: &mut $d.off_cpu_samples,
             first_sample: &mut $d.first_sample,
             pending: Vec::new(),
             last: None,
@@ -255,6 +382,9 @@ struct Sink<'a> {
     thread_index: &'a mut FxHashMap<u32, u32>,
     stack_ids: &'a mut Vec<u32>,
     stack_index: &'a mut FxHashMap<u32, u32>,
+    stack_class: &'a mut Vec<Class>,
+    off_index: &'a mut FxHashMap<(u32, ThreadState), u32>,
+    off_cpu_samples: &'a mut u64,
     first_sample: &'a mut Option<u64>,
     pending: Vec<(u64, u32, u32, u64)>,
     /// The last sample's (tid, dense thread): samples come in runs of one thread.
@@ -274,11 +404,7 @@ impl Sink<'_> {
 }
 
 impl SampleSink for Sink<'_> {
-    fn sample(&mut self, s: &hotspot_format::Sample, class: crate::metric::Class, weight: u64) {
-        // The views count CPU samples only, for now.
-        if class != crate::metric::Class::OnCpu {
-            return;
-        }
+    fn sample(&mut self, s: &hotspot_format::Sample, class: Class, weight: u64) {
         self.first_sample.get_or_insert(s.time_ns);
         let thread = match self.last {
             Some((tid, idx)) if tid == s.tid => idx,
@@ -290,6 +416,7 @@ impl SampleSink for Sink<'_> {
                         pid: 0,
                         name: String::new(),
                         samples: 0,
+                        off_cpu: [0; 3],
                     });
                     (threads.len() - 1) as u32
                 });
@@ -297,12 +424,24 @@ impl SampleSink for Sink<'_> {
                 idx
             }
         };
-        self.threads[thread as usize].samples += weight;
-        let stack_ids = &mut *self.stack_ids;
-        let stack = *self.stack_index.entry(s.stack).or_insert_with(|| {
+        let row = &mut self.threads[thread as usize];
+        let (stack_ids, stack_class) = (&mut *self.stack_ids, &mut *self.stack_class);
+        let dense = || {
             stack_ids.push(s.stack);
+            stack_class.push(class);
             (stack_ids.len() - 1) as u32
-        });
+        };
+        let stack = match class {
+            Class::OnCpu => {
+                row.samples += weight;
+                *self.stack_index.entry(s.stack).or_insert_with(dense)
+            }
+            Class::OffCpu(state) => {
+                row.off_cpu[state_index(state)] += weight;
+                *self.off_cpu_samples += 1;
+                *self.off_index.entry((s.stack, state)).or_insert_with(dense)
+            }
+        };
         self.pending.push((s.time_ns, thread, stack, weight));
         if self.pending.len() >= BATCH {
             self.flush();
@@ -310,7 +449,8 @@ impl SampleSink for Sink<'_> {
     }
 }
 
-/// What a fold selects: the samples in `[from_ns, to_ns]` of the threads not excluded.
+/// What a fold selects: the samples in `[from_ns, to_ns]` of the threads not excluded,
+/// weighed by `metric`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Query {
     pub from_ns: u64,
@@ -318,6 +458,7 @@ pub struct Query {
     /// Thread ids left out.
     pub excluded: BTreeSet<u32>,
     pub no_kernel: bool,
+    pub metric: Metric,
 }
 
 impl Query {

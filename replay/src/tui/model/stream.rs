@@ -108,6 +108,7 @@ pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
         ((off * buckets as u128 / span) as usize).min(buckets - 1)
     };
     out.buckets = buckets;
+    let counted = data.counted(q.metric);
     let mut picks: Vec<Option<(u32, usize)>> = vec![None; buckets];
     let mut col: Option<usize> = None;
     for (at, cells) in data.buckets.range(q.from_ns, q.to_ns) {
@@ -119,7 +120,10 @@ pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
             col = Some(c);
         }
         for cell in cells {
-            if !mask[cell.thread as usize] {
+            let counts = counted
+                .as_ref()
+                .is_none_or(|k| k.get(cell.stack as usize).copied().unwrap_or(true));
+            if counts && !mask[cell.thread as usize] {
                 dom.add(cell.stack, cell.count);
             }
         }

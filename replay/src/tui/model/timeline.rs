@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{Data, Query};
+use crate::metric::Metric;
 use crate::model::Interned;
 use crate::names::FunctionKey;
 
@@ -82,11 +83,12 @@ impl Dominant {
     }
 }
 
-/// The capture over `width` buckets (threads `excluded` left out).
+/// The capture over `width` buckets (threads `excluded` left out), weighed by `metric`.
 pub fn timeline(
     data: &mut Data,
     excluded: &BTreeSet<u32>,
     no_kernel: bool,
+    metric: Metric,
     width: usize,
 ) -> Timeline {
     let Some((start, end)) = data.span() else {
@@ -116,6 +118,7 @@ pub fn timeline(
     if width == 0 {
         return t;
     }
+    let counted = data.counted(metric);
     let mut by_fn = Dominant::new(t.functions.len());
     let mut by_thread = Dominant::new(n_threads);
     let mut col: Option<usize> = None;
@@ -137,7 +140,11 @@ pub fn timeline(
             }
             let k = (c - c0) as u64;
             for cell in cells {
-                if mask[cell.thread as usize] {
+                if mask[cell.thread as usize]
+                    || counted
+                        .as_ref()
+                        .is_some_and(|k| !k.get(cell.stack as usize).copied().unwrap_or(true))
+                {
                     continue;
                 }
                 let share = cell.count / n + u64::from(k < cell.count % n);

@@ -1,5 +1,6 @@
-//! What frames every view: the header (target, mode, counts, notices, tabs, filters), the
-//! footer of key hints and the `?` help, all from the capture and the key table.
+//! What frames every view: the header (target, mode, counts, warnings, tabs, filters), the
+//! footer (what the last key did, then key hints) and the `?` help, all from the capture
+//! and the key table.
 
 use std::time::{Duration, Instant};
 
@@ -115,7 +116,7 @@ pub fn tabs(area: Rect) -> Vec<(View, u16, u16)> {
         .collect()
 }
 
-pub fn header(state: &State, area: Rect, buf: &mut Buffer, now: Instant) {
+pub fn header(state: &State, area: Rect, buf: &mut Buffer) {
     let pal = state.opts.palette;
     if area.height == 0 {
         return;
@@ -131,20 +132,20 @@ pub fn header(state: &State, area: Rect, buf: &mut Buffer, now: Instant) {
         pal.title().add_modifier(Modifier::REVERSED),
     );
     let end = area.x + area.width;
+    let off_cpu = if state.data.has_off_cpu() {
+        format!(" + {} off-CPU", thousands(state.data.off_cpu_samples()))
+    } else {
+        String::new()
+    };
     let line = format!(
-        " {} │ {} │ {} samples │ {} lost",
+        " {} │ {} │ {} samples{off_cpu} │ {} lost",
         target(state),
         mode(state),
         thousands(samples),
         thousands(lost)
     );
     x = put(buf, x, area.y, end.saturating_sub(x), &line, pal.title());
-    let mut warn: Vec<String> = notices(state);
-    if let Some((text, at)) = &state.notice
-        && now.saturating_duration_since(*at) < NOTICE_FOR
-    {
-        warn.insert(0, text.clone());
-    }
+    let warn: Vec<String> = notices(state);
     if !warn.is_empty() && x + 3 < end {
         put(
             buf,
@@ -182,12 +183,13 @@ pub fn header(state: &State, area: Rect, buf: &mut Buffer, now: Instant) {
     let (a, b) = state.span().unwrap_or((0, 0));
     let (from, to) = state.selected().unwrap_or((a, b));
     let span = b - a;
+    let excluded = state.excluded();
     let included = state.data.threads.len()
         - state
             .data
             .threads
             .iter()
-            .filter(|t| state.threads.excluded.contains(&t.tid))
+            .filter(|t| excluded.contains(&t.tid))
             .count();
     let sort = match state.flat.sort {
         Sort::SelfTime => "self",
@@ -202,6 +204,9 @@ pub fn header(state: &State, area: Rect, buf: &mut Buffer, now: Instant) {
         state.data.threads.len(),
         if state.no_kernel { "hidden" } else { "shown" },
     );
+    if state.data.has_off_cpu() {
+        info.push_str(&format!(" · metric {}", state.metric.label()));
+    }
     if !state.flat.filter.is_empty() {
         info.push_str(&format!(" · filter /{}", display(&state.flat.filter)));
     }
@@ -221,13 +226,31 @@ pub fn scopes(state: &State) -> Vec<Scope> {
     s
 }
 
-pub fn footer(state: &State, area: Rect, buf: &mut Buffer) {
+/// The notice set by the last key, while it is fresh.
+pub fn fresh_notice(state: &State, now: Instant) -> Option<&str> {
+    let (text, at) = state.notice.as_ref()?;
+    (now.saturating_duration_since(*at) < NOTICE_FOR).then_some(text.as_str())
+}
+
+/// The footer: what the last key did (a fresh notice: the header's first line is often
+/// cut by a long target and mode before a notice would show), then the key hints.
+pub fn footer(state: &State, area: Rect, buf: &mut Buffer, now: Instant) {
     let pal = state.opts.palette;
     if area.height == 0 {
         return;
     }
     let mut x = area.x;
     let end = area.x + area.width;
+    if let Some(text) = fresh_notice(state, now) {
+        x = put(
+            buf,
+            x,
+            area.y,
+            area.width,
+            &format!(" {} ", display(text)),
+            pal.warn(),
+        );
+    }
     if state.filtering {
         x = put(buf, x, area.y, area.width, " type to filter ", pal.warn());
     }

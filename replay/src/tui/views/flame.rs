@@ -141,7 +141,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     for b in layout(tree, root, bars_area.width, bars_area.height) {
         let name = label(f, b.node);
         let mut style = match f.key(b.node) {
-            Some(k) => pal.function(&k.function, k.kernel),
+            Some(k) => pal.frame(&k.module, &k.function, k.kernel),
             None => pal.function("all", false),
         };
         if b.node == cursor {

@@ -43,6 +43,21 @@ pub fn module_style(
     pal.module(n, kernel)
 }
 
+/// A fold's total as titles say it: samples for a capture without off-CPU data (as
+/// ever), else periods of the metric and the time they stand for.
+pub fn weight(state: &State, total: u64) -> String {
+    if !state.data.has_off_cpu() {
+        return format!("{} samples", thousands(total));
+    }
+    let ns = total.saturating_mul(state.data.capture.period_ns());
+    format!(
+        "{} periods of {} time ({})",
+        thousands(total),
+        state.metric.label(),
+        crate::tui::views::draw::secs(ns, ns)
+    )
+}
+
 /// `name  file:line` for a row.
 pub fn name_text(r: &FlatRow) -> (String, String) {
     let line = r
@@ -65,9 +80,9 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         area.y,
         area.width,
         &format!(
-            "Flat · {} functions · {} samples · objects:",
+            "Flat · {} functions · {} · objects:",
             thousands(state.flat.rows.len() as u64),
-            thousands(total)
+            weight(state, total)
         ),
         pal.title(),
     );

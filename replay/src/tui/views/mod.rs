@@ -9,5 +9,5 @@ pub(crate) mod flame;
 pub(crate) mod flat;
 pub mod picker;
 pub(crate) mod stream;
-pub(crate) mod threads;
+pub mod threads;
 pub(crate) mod timeline;

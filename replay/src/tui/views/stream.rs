@@ -93,7 +93,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     for b in bands(&s.columns, &s.stacks, body.height) {
         let x = body.x + b.x;
         let y = body.y + b.depth;
-        let style = pal.function(&b.frame.function, b.frame.kernel);
+        let style = pal.frame(&b.frame.module, &b.frame.function, b.frame.kernel);
         buf.set_style(Rect::new(x, y, b.w.min(body.width - b.x), 1), style);
         let text = if b.w >= 2 {
             display(&b.frame.function)
