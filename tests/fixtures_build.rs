@@ -589,7 +589,10 @@ fn offcpu_threads_report_their_schedstat() {
     }
     // The spinner never sleeps, the reader nearly always: their CPU time tells them apart.
     let life = |n: &str| (lines[n].1 - lines[n].0) as f64;
-    assert!(lines["oc-piperead"].2 as f64 <= 0.05 * life("oc-piperead"), "{err}");
+    assert!(
+        lines["oc-piperead"].2 as f64 <= 0.05 * life("oc-piperead"),
+        "{err}"
+    );
     assert!(
         fs::read_dir(dir.path()).expect("dir").next().is_none(),
         "the disk thread left its file"

@@ -184,14 +184,20 @@ fn wall_is_cpu_plus_off_cpu_and_the_lifetime() {
                 exact,
                 0.02,
                 period,
-                &format!("{} {}: wall from samples vs ThreadTimes", rec.prog, line.name),
+                &format!(
+                    "{} {}: wall from samples vs ThreadTimes",
+                    rec.prog, line.name
+                ),
             );
             assert_close(
                 exact,
                 (t.last_ns - t.first_ns) as f64,
                 0.02,
                 0.0,
-                &format!("{} {}: ThreadTimes total vs its lifetime", rec.prog, line.name),
+                &format!(
+                    "{} {}: ThreadTimes total vs its lifetime",
+                    rec.prog, line.name
+                ),
             );
             // The lifetime the thread saw itself (CLOCK_MONOTONIC at its start and at
             // its last line; it exits microseconds later).

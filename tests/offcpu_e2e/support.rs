@@ -239,7 +239,11 @@ pub fn same_shape(a: &Recorded, b: &Recorded) {
     };
     let (ta, tb) = (top(&ja), top(&jb));
     let names = |t: &[(String, f64)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-    assert_eq!(names(&ta), names(&tb), "top functions differ: {ta:?} vs {tb:?}");
+    assert_eq!(
+        names(&ta),
+        names(&tb),
+        "top functions differ: {ta:?} vs {tb:?}"
+    );
     assert_eq!(
         names(&ta),
         ["hot_leaf", "cold_leaf"],

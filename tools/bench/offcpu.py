@@ -44,8 +44,8 @@ def parse(stdout: str) -> dict | None:
 
 def pingpong(h, fx, work: Path, secs: float, cpu: int, steps: int) -> dict:
     d = h.fresh_dir(work / "s9" / "cal")
-    run = h.measure([str(fx["pingpong"]), f"{secs:g}", str(cpu), str(steps)], workdir=d,
-                    timeout=secs + 60)
+    argv = ["nice", "-n", "-20", str(fx["pingpong"]), f"{secs:g}", str(cpu), str(steps)]
+    run = h.measure(argv, workdir=d, timeout=secs + 60)
     got = parse(run.stdout)
     if run.rc != 0 or not got:
         raise RuntimeError(f"pingpong: rc={run.rc}\n{run.stdout}\n{run.stderr[-2000:]}")
@@ -86,11 +86,14 @@ def offcputime_works(exe: str) -> str | None:
     if r.returncode == 0:
         return None
     lines = [l for l in (r.stderr or r.stdout).splitlines() if l.strip()]
-    return lines[0] if lines else f"exit status {r.returncode}"
+    telling = [l for l in lines if "kernel headers" in l or "rror" in l]
+    return (telling or lines or [f"exit status {r.returncode}"])[0]
 
 
 def one_run(h, tool: str, fx, d: Path, secs: float, cpu: int, steps: int, res: dict) -> dict:
-    target = [str(fx["pingpong"]), f"{secs:g}", str(cpu), str(steps)]
+    # At nice -20 (every tool alike): the machine's other work hardly preempts the target,
+    # so its throughput measures the tool, not the neighbours.
+    target = ["nice", "-n", "-20", str(fx["pingpong"]), f"{secs:g}", str(cpu), str(steps)]
     probe = h.BpfProbe()
     tracer = None
     if tool == "none":
@@ -136,7 +139,8 @@ def one_run(h, tool: str, fx, d: Path, secs: float, cpu: int, steps: int, res: d
             h.LIVE.discard(tracer.pid)
     got = parse(run.stdout)
     if run.rc != 0 or not got:
-        row.update(ok=False, error=(run.stderr.strip() or run.stdout.strip())[-300:])
+        err = (run.stderr.strip() or run.stdout.strip()).splitlines()
+        row.update(ok=False, error=(err[0] if err else f"exit status {run.rc}")[:300])
         probe.finish()
         return row
     bpf = probe.finish()
@@ -216,21 +220,39 @@ def _rel(rows: dict, tool: str, base: str = "none") -> list[float]:
             if x.get("ok") and y.get("ok")]
 
 
-def _bpf_off(row: dict) -> tuple[int, int]:
-    """(run_time_ns, run_cnt) of the programs that are not the CPU sampler."""
-    progs = [p for p in row.get("bpf", []) if not p["name"].startswith("hs_sample")]
+def _bpf_off(row: dict, plain: set) -> tuple[int, int]:
+    """(run_time_ns, run_cnt) of the programs a run loaded that plain `hotspot record`
+    does not load (`plain`: their names): what --off-cpu adds, or all of offcputime's."""
+    progs = [p for p in row.get("bpf", []) if p["name"] not in plain]
     return (sum(p.get("run_time_ns") or 0 for p in progs),
             sum(p.get("run_cnt") or 0 for p in progs))
 
 
-def _per_switch(row: dict) -> float | None:
-    ns, _ = _bpf_off(row)
+def _plain_progs(rows: dict) -> set:
+    return {p["name"] for x in _ok(rows, "hotspot") for p in x.get("bpf", [])}
+
+
+def _per_switch(row: dict, plain: set) -> float | None:
+    ns, _ = _bpf_off(row, plain)
     sw = row.get("switches") or 0
     return ns / sw if sw and ns else None
 
 
 def _lost(row: dict) -> int:
     return sum(v for v in (row.get("lost") or {}).values() if isinstance(v, int))
+
+
+def _slowdown_verdict(h, sd: list, alone: list) -> str:
+    """Met when the median and every round are under 5%; when the unprofiled runs alone
+    vary by 5% or more, a miss is not resolvable and says so."""
+    noise = 100.0 * (max(alone) / min(alone) - 1) if alone else 0.0
+    m = h.median(sd)
+    if m < 5 and max(sd) < 5:
+        return h.verdict(True, "median and every round")
+    if noise >= 5:
+        return (f"within noise: the unprofiled runs alone vary by {noise:.1f}% "
+                f"(median slowdown {m:.1f}%)")
+    return h.verdict(False, f"median {m:.1f}%, a round reached {max(sd):.1f}%")
 
 
 def summary_rows(w, s9, h) -> None:
@@ -252,8 +274,8 @@ def summary_rows(w, s9, h) -> None:
           f"{h.med_rng(sd, '{:.1f}', '%')} | — | — | "
           + (f"offcputime: {h.med_rng(oct_, '{:.1f}', '%')}" if oct_ else
              "offcputime: did not run") + " | < 5% | "
-          + h.verdict(m < 5 and max(sd) < 5, "median and every round" if max(sd) < 5 else
-                      f"a round reached {max(sd):.1f}%") + " |")
+          + _slowdown_verdict(h, sd, [x["round_trips_per_s"] for x in _ok(rows, "none")])
+          + " |")
     hr = _ok(rows, hot)
     if hr:
         lost = [_lost(x) for x in hr]
@@ -266,8 +288,10 @@ def summary_rows(w, s9, h) -> None:
           f"{h.med_rng(bps, '{:.1f}', ' KB/s')} | — | — | "
           f"without `--off-cpu`: {h.med_rng(plain, '{:.1f}', ' KB/s')} | < 50 KB/s | "
           + h.verdict(max(bps) < 50) + " |")
-        per = [p for p in (_per_switch(x) for x in hr) if p is not None]
-        ot = [p for p in (_per_switch(x) for x in _ok(rows, "offcputime")) if p is not None]
+        plain = _plain_progs(rows)
+        per = [p for p in (_per_switch(x, plain) for x in hr) if p is not None]
+        ot = [p for p in (_per_switch(x, plain) for x in _ok(rows, "offcputime"))
+              if p is not None]
         cpu = [100 * x["recorder_cpu"] / x["seconds"] for x in hr]
         w(f"| 9 | BPF time per target switch / recorder CPU with `--off-cpu` | "
           f"{h.med_rng(per, '{:.0f}', ' ns') if per else 'not measured'} / "
@@ -291,10 +315,12 @@ def details(w, s9, h) -> None:
       "trips per second; switches = its threads' voluntary context switches "
       "(`getrusage`). Recorder CPU = user + system time of the recording process minus "
       "the target's own (the recorder waits for its child, so `wait4` counts both); for "
-      "offcputime, its own `wait4`. BPF = `kernel.bpf_stats_enabled` run time of every "
-      "program the tool loaded except hotspot's CPU sampler (`hs_sample*`), divided by "
-      "the target's switches; per call = that run time ÷ its calls (the sched_switch "
-      "program runs on every switch of the machine, traced or not). Bytes = the capture "
+      "offcputime, its own `wait4`. BPF = `kernel.bpf_stats_enabled` run time of the "
+      "programs `--off-cpu` adds (those plain `hotspot record` does not load; for "
+      "offcputime all of its own), divided by the target's switches; per call = that run "
+      "time ÷ its calls (a sched_switch program runs on every switch of the machine, "
+      "traced or not). Every target runs at nice -20, so the machine's other work "
+      "hardly preempts it. Bytes = the capture "
       "(hotspot) or the printed report (offcputime), per second of the target's run.\n")
     why = s9.get("offcputime_error")
     if why or not s9.get("offcputime"):
@@ -317,10 +343,12 @@ def details(w, s9, h) -> None:
                 err = next((x.get("error") for x in xs), "")
                 w(f"| {tool} | failed: {err} | | | | | | | |")
                 continue
-            rel = _rel(rows, tool) if tool != "none" else [1.0]
-            per = [p for p in (_per_switch(x) for x in ok) if p is not None]
-            calls = [(_bpf_off(x)[0] / _bpf_off(x)[1], _bpf_off(x)[1]) for x in ok
-                     if _bpf_off(x)[1]]
+            rel = _rel(rows, tool) if tool != "none" else []
+            plain = _plain_progs(rows) if tool != "hotspot" else set()
+            per = [p for p in (_per_switch(x, plain) for x in ok) if p is not None
+                   and tool != "hotspot"]
+            calls = [(_bpf_off(x, plain)[0] / _bpf_off(x, plain)[1], _bpf_off(x, plain)[1])
+                     for x in ok if _bpf_off(x, plain)[1] and tool != "hotspot"]
             def c(vals, fmt, unit=""):
                 return h.med_rng(vals, fmt, unit) if vals else "—"
             w(f"| {tool} | {c([x['switches_per_s'] for x in ok], '{:,.0f}')} | "
