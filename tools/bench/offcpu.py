@@ -42,9 +42,25 @@ def parse(stdout: str) -> dict | None:
     return {k: float(v) for k, v in (w.split("=", 1) for w in m.group(0).split())}
 
 
+def own_group(argv: list) -> list:
+    """argv in a session of its own whose scheduling group (autogroup) is at nice -20:
+    with autogroups on, a nice value only ranks a thread within its session, so this is
+    what keeps the machine's other work from preempting the measured run. `setsid` does
+    not fork here (the child of Popen is no group leader): wait4 still sees argv."""
+    return ["setsid", "sh", "-c", 'echo -20 > /proc/self/autogroup && exec "$@"', "sh",
+            *argv]
+
+
+def set_group_nice(pid: int) -> None:
+    try:
+        Path(f"/proc/{pid}/autogroup").write_text("-20\n")
+    except OSError:
+        pass
+
+
 def pingpong(h, fx, work: Path, secs: float, cpu: int, steps: int) -> dict:
     d = h.fresh_dir(work / "s9" / "cal")
-    argv = ["nice", "-n", "-20", str(fx["pingpong"]), f"{secs:g}", str(cpu), str(steps)]
+    argv = own_group([str(fx["pingpong"]), f"{secs:g}", str(cpu), str(steps)])
     run = h.measure(argv, workdir=d, timeout=secs + 60)
     got = parse(run.stdout)
     if run.rc != 0 or not got:
@@ -91,9 +107,7 @@ def offcputime_works(exe: str) -> str | None:
 
 
 def one_run(h, tool: str, fx, d: Path, secs: float, cpu: int, steps: int, res: dict) -> dict:
-    # At nice -20 (every tool alike): the machine's other work hardly preempts the target,
-    # so its throughput measures the tool, not the neighbours.
-    target = ["nice", "-n", "-20", str(fx["pingpong"]), f"{secs:g}", str(cpu), str(steps)]
+    target = [str(fx["pingpong"]), f"{secs:g}", str(cpu), str(steps)]
     probe = h.BpfProbe()
     tracer = None
     if tool == "none":
@@ -106,6 +120,9 @@ def one_run(h, tool: str, fx, d: Path, secs: float, cpu: int, steps: int, res: d
         # offcputime needs the pid first: a shell that waits 1 s (offcputime loads in
         # well under that here), then execs the target under the same pid.
         argv = ["sh", "-c", 'sleep 1; exec "$@"', "sh", *target]
+    # Every tool alike: the recorder and its target (offcputime: each) in a scheduling
+    # group of their own at nice -20, so their figures are theirs, not the neighbours'.
+    argv = own_group(argv)
     res["commands"].setdefault(tool, argv if tool != "offcputime" else
                                [res["offcputime"], "-p", "PID", f"{secs + 3:g}",
                                 "  # PID:", *argv])
@@ -116,7 +133,8 @@ def one_run(h, tool: str, fx, d: Path, secs: float, cpu: int, steps: int, res: d
             if tracer is None:
                 tracer = subprocess.Popen([res["offcputime"], "-p", str(pid), f"{secs + 3:g}"],
                                           stdout=open(d / "offcputime.out", "w"),
-                                          stderr=subprocess.STDOUT)
+                                          stderr=subprocess.STDOUT, start_new_session=True)
+                set_group_nice(tracer.pid)
                 h.LIVE.add(tracer.pid)
             probe.poll(tracer.pid, now)
     else:
@@ -319,8 +337,10 @@ def details(w, s9, h) -> None:
       "programs `--off-cpu` adds (those plain `hotspot record` does not load; for "
       "offcputime all of its own), divided by the target's switches; per call = that run "
       "time ÷ its calls (a sched_switch program runs on every switch of the machine, "
-      "traced or not). Every target runs at nice -20, so the machine's other work "
-      "hardly preempts it. Bytes = the capture "
+      "traced or not). Every run (the recorder with its target; offcputime and the target "
+      "each) is in a session whose scheduling group is at nice -20 (`setsid`, "
+      "`/proc/self/autogroup`: with autogroups a nice value only counts within a "
+      "session), so the machine's other work hardly preempts it. Bytes = the capture "
       "(hotspot) or the printed report (offcputime), per second of the target's run.\n")
     why = s9.get("offcputime_error")
     if why or not s9.get("offcputime"):
