@@ -97,12 +97,15 @@ fn disk_writer_waits_in_d_state_in_its_fsync() {
     let (line, u) = thread(rec, "oc-disk");
     let times = rec.times(line.tid);
     let life = times.last_ns - times.first_ns;
-    // Each loop is a 4 KiB pwrite and an fsync that waits for the disk: measured here
-    // (ext4 on virtio) D took 19-36% of the thread's lifetime; 5% is far below that
-    // and far above zero, which is what a recorder that misreads D as S would show.
+    // Each loop is a 4 KiB pwrite and an fsync that waits for the disk in io_schedule
+    // (D), and the thread uses ~1% of its time on the CPU (schedstat: 30-40 ms of 3 s
+    // here). libbpf-tools' `offcputime --state 2` measured 2.98 s of its 3.0 s in D on
+    // this VM (ext4 on virtio; the run-queue wait after each wake-up counts in the
+    // state it left in). A quarter is far below that, and far above the zero of a
+    // recorder that misreads D as S.
     let d_share = times.uninterruptible_ns as f64 / life as f64;
     assert!(
-        d_share >= 0.05,
+        d_share >= 0.25,
         "oc-disk: D {d_share:.3} of its lifetime ({times:?})"
     );
     let d = u.off_periods_where(|st, _| st == 'D');
@@ -220,11 +223,15 @@ fn cpu_and_run_queue_match_schedstat() {
             // The thread read its schedstat just before exiting; what it ran after that
             // (formatting one line, exiting) is microseconds: 0.5 ms absolute slack
             // covers it for threads that hardly run (the pipe threads: ~0.1-0.2 ms).
+            // schedstat's run time leaves out steal time (PARAVIRT_TIME_ACCOUNTING: the
+            // VM's CPU was running something else), which a clock read at each switch
+            // cannot tell apart: the steal of the whole recording is allowed on top
+            // (measured: a spinner's run + wait fell 1.7% short of its lifetime here).
             assert_close(
                 t.on_cpu_ns as f64,
                 line.run_ns as f64,
                 0.02,
-                500_000.0,
+                500_000.0 + rec.steal_ns as f64,
                 &format!("{} {}: on-CPU vs schedstat run time", rec.prog, line.name),
             );
             // schedstat's wait also holds the run-queue delay after each wake-up, which

@@ -30,6 +30,9 @@ pub struct Recorded {
     pub path: PathBuf,
     pub capture: Capture,
     pub threads: Vec<ThreadLine>,
+    /// Steal time of all CPUs while the recording ran (/proc/stat), in ns: time the
+    /// hypervisor ran something else on a CPU this VM believed was running a thread.
+    pub steal_ns: u64,
     _dir: tempfile::TempDir,
 }
 
@@ -55,9 +58,10 @@ impl Recorded {
 pub fn record(prog: &str, extra: &[&str], argv: &[&str]) -> Recorded {
     let dir = tmp();
     let path = dir.path().join(format!("{prog}.hsp"));
-    let out = {
+    let (out, steal_ns) = {
         let _g = serial();
-        run_ok(
+        let steal = steal_ns();
+        let out = run_ok(
             hotspot()
                 .arg("record")
                 .args(extra)
@@ -65,7 +69,8 @@ pub fn record(prog: &str, extra: &[&str], argv: &[&str]) -> Recorded {
                 .arg(&path)
                 .arg("--")
                 .args(argv),
-        )
+        );
+        (out, steal_ns() - steal)
     };
     let stderr = String::from_utf8_lossy(&out.stderr);
     let threads = thread_lines(&stderr, prog);
@@ -75,8 +80,25 @@ pub fn record(prog: &str, extra: &[&str], argv: &[&str]) -> Recorded {
         path,
         capture,
         threads,
+        steal_ns,
         _dir: dir,
     }
+}
+
+/// Steal time of all CPUs so far: the 8th value of /proc/stat's `cpu` line, in USER_HZ
+/// ticks (100 a second on Linux).
+fn steal_ns() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
+    let cpu = stat
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .expect("/proc/stat has a cpu line");
+    let ticks: u64 = cpu
+        .split_whitespace()
+        .nth(8)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    ticks * 10_000_000
 }
 
 fn thread_lines(stderr: &str, prog: &str) -> Vec<ThreadLine> {
