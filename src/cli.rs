@@ -183,6 +183,7 @@ impl FilterArgs {
             threads: self.thread.clone(),
             pids: self.pid.clone(),
             no_kernel: self.no_kernel,
+            metric: Default::default(),
         }
     }
 }

@@ -9,8 +9,9 @@ use crate::columns;
 use crate::error::{CorruptReason, FormatError, RecordError};
 use crate::limits::{self, MAX_BLOCK_RECORDS, MAX_BLOCK_SAMPLES, MAX_UNKNOWN_KINDS};
 use crate::records::{
-    End, Index, Lost, LostMappings, Module, Process, ProcessExit, Record, Sample, SampleBatch,
-    SessionHeader, Stack, StringId, Symbol, Thread, Unwinding, kind,
+    End, Index, Lost, LostMappings, LostOffCpu, Module, OffCpu, OffCpuBatch, Process, ProcessExit,
+    Record, Sample, SampleBatch, SessionHeader, Stack, StringId, Symbol, Thread, ThreadTimes,
+    Unwinding, kind,
 };
 use crate::varint;
 
@@ -54,6 +55,14 @@ pub fn encode_record(
         Record::End(e) => postcard::to_extend(e, body),
         Record::Unwinding(u) => postcard::to_extend(u, body),
         Record::LostMappings(l) => postcard::to_extend(l, body),
+        Record::OffCpuSamples(b) => {
+            let mut body = body;
+            columns::encode_off_cpu_batch(&b.samples, &mut body);
+            Ok(body)
+        }
+        Record::OffCpu(o) => postcard::to_extend(o, body),
+        Record::ThreadTimes(t) => postcard::to_extend(t, body),
+        Record::LostOffCpu(l) => postcard::to_extend(l, body),
     }
     .map_err(FormatError::Encode)?;
     encode_raw(record.kind(), &body, out);
@@ -128,6 +137,14 @@ fn decode_body(
         kind::END => Record::End(body::<End>(bytes)?),
         kind::UNWINDING => Record::Unwinding(body::<Unwinding>(bytes)?),
         kind::LOST_MAPPINGS => Record::LostMappings(body::<LostMappings>(bytes)?),
+        kind::OFF_CPU_SAMPLES => {
+            let samples = columns::decode_off_cpu_batch(bytes, *sample_budget)?;
+            *sample_budget -= samples.len() as u64;
+            Record::OffCpuSamples(OffCpuBatch { samples })
+        }
+        kind::OFF_CPU => Record::OffCpu(body::<OffCpu>(bytes)?),
+        kind::THREAD_TIMES => Record::ThreadTimes(body::<ThreadTimes>(bytes)?),
+        kind::LOST_OFF_CPU => Record::LostOffCpu(body::<LostOffCpu>(bytes)?),
         _ => return Ok(None),
     };
     limits::check_record(&record)?;

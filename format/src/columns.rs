@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::error::RecordError;
 use crate::limits::MAX_BATCH_SAMPLES;
-use crate::records::Sample;
+use crate::records::{OffCpuSample, Sample, ThreadState};
 use crate::varint::{self, BadVarint};
 
 /// Per-CPU predictor state; both sides run the same one.
@@ -204,6 +204,11 @@ fn get_bytes<'a>(body: &'a [u8], pos: &mut usize) -> Result<&'a [u8], RecordErro
 /// Decodes the body of a `Samples` record. `budget` is how many more samples the enclosing
 /// block may still produce; a batch claiming more is rejected before anything is allocated.
 pub fn decode_batch(body: &[u8], budget: u64) -> Result<Vec<Sample>, RecordError> {
+    decode_batch_prefix(body, budget).map(|(samples, _)| samples)
+}
+
+/// [`decode_batch`], and where in `body` the stack column ended.
+fn decode_batch_prefix(body: &[u8], budget: u64) -> Result<(Vec<Sample>, usize), RecordError> {
     let mut pos = 0;
     let count = varint::get_u32(body, &mut pos).map_err(col)?;
     if count > MAX_BATCH_SAMPLES || u64::from(count) > budget {
@@ -238,7 +243,7 @@ pub fn decode_batch(body: &[u8], budget: u64) -> Result<Vec<Sample>, RecordError
         decode_one_byte_values(
             &mut out, &mut state, &tids, cpu_col, tid_col, time_lo, time_hi, stack_lo, stack_hi,
         )?;
-        return Ok(out);
+        return Ok((out, pos));
     }
     let (mut pt, mut pd, mut pc, mut ps) = (0usize, 0usize, 0usize, 0usize);
     for i in 0..n {
@@ -265,6 +270,54 @@ pub fn decode_batch(body: &[u8], budget: u64) -> Result<Vec<Sample>, RecordError
         });
     }
     if pt != time_hi.len() || pd != tid_col.len() || pc != cpu_col.len() || ps != stack_hi.len() {
+        return Err(RecordError::Columns("column longer than the sample count"));
+    }
+    Ok((out, pos))
+}
+
+/// Appends the body of an `OffCpuSamples` record (1.3): the columns of a `Samples` body,
+/// then a periods column (`n` u32 varints) and a state column (`n` bytes), each
+/// length-prefixed (SPEC.md §6.1). Off-CPU samples are few (one per period of blocked
+/// time at most), so the planes are not split into zstd blocks of their own.
+pub fn encode_off_cpu_batch(samples: &[OffCpuSample], out: &mut Vec<u8>) {
+    let plain: Vec<Sample> = samples.iter().map(|s| s.sample).collect();
+    encode_batch(&plain, out);
+    let mut periods = Vec::with_capacity(samples.len());
+    for s in samples {
+        varint::put_u32(&mut periods, s.periods);
+    }
+    put_bytes(out, &periods);
+    let states: Vec<u8> = samples.iter().map(|s| s.state.code()).collect();
+    put_bytes(out, &states);
+}
+
+/// Decodes the body of an `OffCpuSamples` record; `budget` as for [`decode_batch`].
+pub fn decode_off_cpu_batch(body: &[u8], budget: u64) -> Result<Vec<OffCpuSample>, RecordError> {
+    let (samples, mut pos) = decode_batch_prefix(body, budget)?;
+    let periods_col = get_bytes(body, &mut pos)?;
+    let state_col = get_bytes(body, &mut pos)?;
+    if state_col.len() != samples.len() {
+        return Err(RecordError::Columns(
+            "state column length differs from the sample count",
+        ));
+    }
+    let mut at = 0;
+    let mut out = Vec::with_capacity(samples.len());
+    for (sample, &code) in samples.into_iter().zip(state_col) {
+        let periods = varint::get_u32(periods_col, &mut at).map_err(col)?;
+        if periods == 0 {
+            return Err(RecordError::Columns("off-CPU sample of 0 periods"));
+        }
+        let state = ThreadState::from_code(code).ok_or(RecordError::Columns(
+            "unknown thread state in the state column",
+        ))?;
+        out.push(OffCpuSample {
+            sample,
+            periods,
+            state,
+        });
+    }
+    if at != periods_col.len() {
         return Err(RecordError::Columns("column longer than the sample count"));
     }
     Ok(out)
@@ -356,6 +409,83 @@ mod tests {
         assert_eq!((body.tid.len(), body.cpu.len()), (5000, 5000));
         assert!(body.stack.len() >= 10_000);
         assert_eq!(decode_batch(&out, u64::MAX).unwrap(), samples);
+    }
+
+    /// The off-CPU body as SPEC.md §6.1 describes it, decoded by postcard itself.
+    #[derive(Deserialize)]
+    struct OffCpuBody {
+        count: u32,
+        _base_time: u64,
+        _tid_table: Vec<u32>,
+        _cpu_table: Vec<u32>,
+        _time: Vec<u8>,
+        _tid: Vec<u8>,
+        _cpu: Vec<u8>,
+        _stack: Vec<u8>,
+        periods: Vec<u8>,
+        state: Vec<u8>,
+    }
+
+    fn off_cpu_samples() -> Vec<OffCpuSample> {
+        (0..300u64)
+            .map(|i| OffCpuSample {
+                sample: Sample {
+                    time_ns: 5_000_000 + i * 1_234_567,
+                    tid: 7 + (i % 2) as u32,
+                    cpu: (i % 3) as u32,
+                    stack: (i * 17 % 90) as u32,
+                },
+                periods: 1 + (i * i % 400) as u32,
+                state: ThreadState::ALL[(i % 3) as usize],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn off_cpu_body_is_the_postcard_struct_of_the_spec() {
+        let samples = off_cpu_samples();
+        let mut out = Vec::new();
+        encode_off_cpu_batch(&samples, &mut out);
+        let body: OffCpuBody = postcard::from_bytes(&out).unwrap();
+        assert_eq!(body.count, 300);
+        assert_eq!(body.state.len(), 300);
+        assert_eq!(&body.state[..3], &[1, 2, 3]);
+        let mut at = 0;
+        let periods: Vec<u32> = (0..300)
+            .map(|_| varint::get_u32(&body.periods, &mut at).unwrap())
+            .collect();
+        assert_eq!(at, body.periods.len());
+        assert_eq!((periods[20], periods[21]), (1, 1 + 441 % 400));
+        assert_eq!(decode_off_cpu_batch(&out, u64::MAX).unwrap(), samples);
+        // A `Samples` reader sees the same samples, without the weights.
+        let plain: Vec<Sample> = samples.iter().map(|s| s.sample).collect();
+        assert_eq!(decode_batch(&out, u64::MAX).unwrap(), plain);
+    }
+
+    #[test]
+    fn rejects_bad_off_cpu_columns() {
+        let samples = off_cpu_samples();
+        let mut out = Vec::new();
+        encode_off_cpu_batch(&samples[..2], &mut out);
+        for cut in 0..out.len() {
+            assert!(decode_off_cpu_batch(&out[..cut], u64::MAX).is_err());
+        }
+        let last = out.len() - 1;
+        let mut bad = out.clone();
+        bad[last] = 9;
+        assert_eq!(
+            decode_off_cpu_batch(&bad, u64::MAX),
+            Err(RecordError::Columns(
+                "unknown thread state in the state column"
+            ))
+        );
+        // The periods column is the 2 bytes before the state column's length and bytes.
+        let mut zero = out.clone();
+        zero[last - 4] = 0;
+        assert_eq!(
+            decode_off_cpu_batch(&zero, u64::MAX),
+            Err(RecordError::Columns("off-CPU sample of 0 periods"))
+        );
     }
 
     #[test]

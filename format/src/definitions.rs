@@ -21,6 +21,7 @@ pub enum DefKey {
     /// Keyed by frame id.
     Symbol(u32),
     Unwinding,
+    OffCpu,
 }
 
 /// The definition key of `record`, or `None` for records that are not definitions
@@ -36,10 +37,14 @@ pub fn def_key(record: &Record) -> Option<DefKey> {
         Record::Stack(s) => DefKey::Stack(s.id),
         Record::Symbol(s) => DefKey::Symbol(s.frame),
         Record::Unwinding(_) => DefKey::Unwinding,
+        Record::OffCpu(_) => DefKey::OffCpu,
         Record::ProcessExit(_)
         | Record::Samples(_)
         | Record::Lost(_)
         | Record::LostMappings(_)
+        | Record::OffCpuSamples(_)
+        | Record::ThreadTimes(_)
+        | Record::LostOffCpu(_)
         | Record::Index(_)
         | Record::End(_) => return None,
     })

@@ -103,6 +103,11 @@ pub fn check_record(record: &Record) -> Result<(), Exceeded> {
             b.samples.len(),
             MAX_BATCH_SAMPLES as usize,
         ),
+        Record::OffCpuSamples(b) => check_len(
+            "off-CPU samples in a batch",
+            b.samples.len(),
+            MAX_BATCH_SAMPLES as usize,
+        ),
         Record::Frame(_)
         | Record::Symbol(_)
         | Record::ProcessExit(_)
@@ -110,6 +115,9 @@ pub fn check_record(record: &Record) -> Result<(), Exceeded> {
         | Record::Index(_)
         | Record::End(_)
         | Record::Unwinding(_)
-        | Record::LostMappings(_) => Ok(()),
+        | Record::LostMappings(_)
+        | Record::OffCpu(_)
+        | Record::ThreadTimes(_)
+        | Record::LostOffCpu(_) => Ok(()),
     }
 }

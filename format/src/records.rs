@@ -258,6 +258,140 @@ pub struct Unwinding {
     pub markers: Option<ModuleId>,
 }
 
+/// Why a thread was off the CPU: its state when it was switched out (added in 1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum ThreadState {
+    /// `S`: an interruptible sleep (futex, nanosleep, poll, a socket or pipe read), and the
+    /// rarer states that are not waits for the CPU or the disk (stopped, traced).
+    #[default]
+    Sleeping,
+    /// `D`: an uninterruptible sleep (disk I/O, some page faults, `TASK_KILLABLE` waits).
+    Uninterruptible,
+    /// `R`: preempted while runnable: waiting for a CPU.
+    Runnable,
+}
+
+impl ThreadState {
+    /// Every state, in the order reports list them.
+    pub const ALL: [ThreadState; 3] = [
+        ThreadState::Sleeping,
+        ThreadState::Uninterruptible,
+        ThreadState::Runnable,
+    ];
+
+    /// The letter `ps` and `/proc/PID/stat` use.
+    pub fn letter(self) -> char {
+        match self {
+            ThreadState::Sleeping => 'S',
+            ThreadState::Uninterruptible => 'D',
+            ThreadState::Runnable => 'R',
+        }
+    }
+
+    /// The byte of the state column (SPEC.md §6.1).
+    pub fn code(self) -> u8 {
+        match self {
+            ThreadState::Sleeping => 1,
+            ThreadState::Uninterruptible => 2,
+            ThreadState::Runnable => 3,
+        }
+    }
+
+    /// The state of a state-column byte; `None` for a byte the format does not define.
+    pub fn from_code(code: u8) -> Option<ThreadState> {
+        match code {
+            1 => Some(ThreadState::Sleeping),
+            2 => Some(ThreadState::Uninterruptible),
+            3 => Some(ThreadState::Runnable),
+            _ => None,
+        }
+    }
+}
+
+/// One interval of blocked time, sampled: the logical view of a row of an
+/// [`OffCpuBatch`] (added in 1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OffCpuSample {
+    /// `time_ns` is when the wait ended (the thread was switched back in); `stack` is the
+    /// stack it blocked in; `cpu` the CPU it came back on.
+    pub sample: Sample,
+    /// The periods of blocked time this sample stands for (at least 1): the thread's
+    /// blocked time crossed that many multiples of [`OffCpu::period_ns`] in this wait.
+    pub periods: u32,
+    /// The thread's state when it left the CPU.
+    pub state: ThreadState,
+}
+
+/// Off-CPU samples, stored like [`SampleBatch`] plus a periods and a state column (see
+/// `SPEC.md`, §6.1).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OffCpuBatch {
+    pub samples: Vec<OffCpuSample>,
+}
+
+/// The capture recorded off-CPU time (added in 1.3; a definition, written in the first
+/// block). A capture without it has no off-CPU data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct OffCpu {
+    /// The time one off-CPU period stands for, in ns: `1e9 / freq_hz`, the same as one
+    /// CPU sample.
+    pub period_ns: u64,
+}
+
+/// Exact on-CPU and blocked time of one thread, measured in the kernel at every context
+/// switch (added in 1.3). Written when the thread exits and, for the threads still alive,
+/// when the recording ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ThreadTimes {
+    pub tid: u32,
+    pub pid: u32,
+    /// Monotonic ns from which the thread was accounted: the session start, or the thread's
+    /// start when it started later.
+    pub first_ns: u64,
+    /// Monotonic ns to which it was accounted: its exit, or the end of the recording.
+    pub last_ns: u64,
+    pub on_cpu_ns: u64,
+    /// Off the CPU in state S, D and R (see [`ThreadState`]).
+    pub sleeping_ns: u64,
+    pub uninterruptible_ns: u64,
+    pub runnable_ns: u64,
+    /// True when `last_ns` is the thread's exit.
+    pub exited: bool,
+}
+
+impl ThreadTimes {
+    /// Off-CPU ns in `state`.
+    pub fn off_cpu_ns(&self, state: ThreadState) -> u64 {
+        match state {
+            ThreadState::Sleeping => self.sleeping_ns,
+            ThreadState::Uninterruptible => self.uninterruptible_ns,
+            ThreadState::Runnable => self.runnable_ns,
+        }
+    }
+
+    /// Off-CPU ns in every state.
+    pub fn total_off_cpu_ns(&self) -> u64 {
+        self.sleeping_ns
+            .saturating_add(self.uninterruptible_ns)
+            .saturating_add(self.runnable_ns)
+    }
+
+    /// On-CPU plus off-CPU ns.
+    pub fn wall_ns(&self) -> u64 {
+        self.on_cpu_ns.saturating_add(self.total_off_cpu_ns())
+    }
+}
+
+/// Off-CPU samples and thread-time records the kernel could not hand over (its ring was
+/// full), all CPUs together (added in 1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct LostOffCpu {
+    /// Monotonic ns when the loss was noticed.
+    pub time_ns: u64,
+    /// Records lost since the previous `LostOffCpu` record.
+    pub count: u64,
+}
+
 /// Every record kind. The numeric kind on disk is given by [`Record::kind`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
@@ -276,6 +410,10 @@ pub enum Record {
     End(End),
     Unwinding(Unwinding),
     LostMappings(LostMappings),
+    OffCpuSamples(OffCpuBatch),
+    OffCpu(OffCpu),
+    ThreadTimes(ThreadTimes),
+    LostOffCpu(LostOffCpu),
 }
 
 /// On-disk record kind numbers. Never renumber: add new kinds at the end.
@@ -295,6 +433,10 @@ pub mod kind {
     pub const END: u32 = 13;
     pub const UNWINDING: u32 = 14;
     pub const LOST_MAPPINGS: u32 = 15;
+    pub const OFF_CPU_SAMPLES: u32 = 16;
+    pub const OFF_CPU: u32 = 17;
+    pub const THREAD_TIMES: u32 = 18;
+    pub const LOST_OFF_CPU: u32 = 19;
     /// Every kind with its name as `SPEC.md` spells it.
     pub const ALL: &[(u32, &str)] = &[
         (SESSION, "Session"),
@@ -312,6 +454,10 @@ pub mod kind {
         (END, "End"),
         (UNWINDING, "Unwinding"),
         (LOST_MAPPINGS, "LostMappings"),
+        (OFF_CPU_SAMPLES, "OffCpuSamples"),
+        (OFF_CPU, "OffCpu"),
+        (THREAD_TIMES, "ThreadTimes"),
+        (LOST_OFF_CPU, "LostOffCpu"),
     ];
 }
 
@@ -334,6 +480,10 @@ impl Record {
             Record::End(_) => kind::END,
             Record::Unwinding(_) => kind::UNWINDING,
             Record::LostMappings(_) => kind::LOST_MAPPINGS,
+            Record::OffCpuSamples(_) => kind::OFF_CPU_SAMPLES,
+            Record::OffCpu(_) => kind::OFF_CPU,
+            Record::ThreadTimes(_) => kind::THREAD_TIMES,
+            Record::LostOffCpu(_) => kind::LOST_OFF_CPU,
         }
     }
 }

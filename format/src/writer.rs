@@ -13,7 +13,8 @@ use crate::limits::{
     self, MAX_BATCH_SAMPLES, MAX_BLOCK_RECORDS, MAX_RECORD_BODY, MAX_STRING_BYTES,
 };
 use crate::records::{
-    End, Index, IndexEntry, Record, Sample, SampleBatch, SessionHeader, StringId,
+    End, Index, IndexEntry, OffCpuBatch, OffCpuSample, Record, Sample, SampleBatch, SessionHeader,
+    StringId,
 };
 
 /// A block is written once its buffered raw size passes this.
@@ -62,6 +63,8 @@ pub struct Writer<W: Write> {
     /// The previous block's definitions, repeated at the start of this one.
     prev_defs: Vec<u8>,
     samples: Vec<Sample>,
+    /// This block's off-CPU samples (1.3), written after its samples.
+    off_cpu: Vec<OffCpuSample>,
     strings: HashMap<String, StringId>,
     next_string: StringId,
     seq: u64,
@@ -107,6 +110,7 @@ impl<W: Write> Writer<W> {
             defs: Vec::new(),
             prev_defs: Vec::new(),
             samples: Vec::new(),
+            off_cpu: Vec::new(),
             strings: HashMap::new(),
             next_string: 0,
             seq: 0,
@@ -153,6 +157,11 @@ impl<W: Write> Writer<W> {
         if let Record::Samples(SampleBatch { samples }) = record {
             return samples.into_iter().try_for_each(|s| self.push_sample(s));
         }
+        if let Record::OffCpuSamples(OffCpuBatch { samples }) = record {
+            return samples
+                .into_iter()
+                .try_for_each(|s| self.push_off_cpu_sample(s));
+        }
         limits::check_record(&record)?;
         if let Record::String { id, text } = &record {
             // Keep `intern` from handing out this id again or re-emitting this text.
@@ -170,10 +179,25 @@ impl<W: Write> Writer<W> {
         self.maybe_flush()
     }
 
+    /// Buffers one off-CPU sample into the current block's off-CPU batch. `periods` must
+    /// be at least 1 (a reader rejects a batch holding a 0).
+    pub fn push_off_cpu_sample(&mut self, sample: OffCpuSample) -> Result<(), FormatError> {
+        self.take_deferred()?;
+        if sample.periods == 0 {
+            return Err(FormatError::Limit {
+                what: "off-CPU sample periods (at least 1)",
+                value: 0,
+                max: u64::from(u32::MAX),
+            });
+        }
+        self.off_cpu.push(sample);
+        self.maybe_flush()
+    }
+
     /// Compresses and writes the current block if it holds anything new, then flushes `out`.
     pub fn flush_block(&mut self) -> Result<(), FormatError> {
         self.take_deferred()?;
-        if self.body_records > 0 || !self.samples.is_empty() {
+        if self.body_records > 0 || !self.samples.is_empty() || !self.off_cpu.is_empty() {
             self.write_block(false, None)?;
         }
         self.out.flush()?;
@@ -253,9 +277,9 @@ impl<W: Write> Writer<W> {
     }
 
     fn maybe_flush(&mut self) -> Result<(), FormatError> {
-        let raw_estimate =
-            self.prev_defs.len() + self.body.len() + self.samples.len() * SAMPLE_RAW_ESTIMATE;
-        if self.samples.len() >= BLOCK_MAX_SAMPLES
+        let buffered = self.samples.len() + self.off_cpu.len();
+        let raw_estimate = self.prev_defs.len() + self.body.len() + buffered * SAMPLE_RAW_ESTIMATE;
+        if buffered >= BLOCK_MAX_SAMPLES
             || raw_estimate >= BLOCK_TARGET_RAW
             || self.body_records >= BLOCK_OWN_RECORDS
         {
@@ -268,7 +292,7 @@ impl<W: Write> Writer<W> {
     /// definitions, a pending partial index, this block's records, its samples. The final
     /// block carries the complete index and `end` instead of a partial index.
     fn write_block(&mut self, last: bool, end: Option<End>) -> Result<(), FormatError> {
-        debug_assert!(self.samples.len() <= MAX_BATCH_SAMPLES as usize);
+        debug_assert!(self.samples.len() + self.off_cpu.len() <= MAX_BATCH_SAMPLES as usize);
         let mut raw = std::mem::take(&mut self.raw);
         raw.clear();
         if self.seq > 0 && self.seq.is_multiple_of(INDEX_EVERY) {
@@ -304,11 +328,24 @@ impl<W: Write> Writer<W> {
             seq: self.seq,
             ..IndexEntry::default()
         };
+        // The time range covers both kinds of samples, so that seeking to a time finds
+        // the off-CPU samples there too; `samples` counts the CPU samples only, as before.
+        let times = self
+            .samples
+            .iter()
+            .map(|s| s.time_ns)
+            .chain(self.off_cpu.iter().map(|s| s.sample.time_ns));
+        entry.first_ns = times.clone().min().unwrap_or(0);
+        entry.last_ns = times.max().unwrap_or(0);
         if !self.samples.is_empty() {
-            entry.first_ns = self.samples.iter().map(|s| s.time_ns).min().unwrap_or(0);
-            entry.last_ns = self.samples.iter().map(|s| s.time_ns).max().unwrap_or(0);
             entry.samples = self.samples.len() as u32;
             splits = codec::encode_samples(&self.samples, &mut raw, &mut self.scratch);
+        }
+        if !self.off_cpu.is_empty() {
+            let batch = Record::OffCpuSamples(OffCpuBatch {
+                samples: std::mem::take(&mut self.off_cpu),
+            });
+            codec::encode_record(&batch, &mut raw, &mut self.scratch)?;
         }
         if let Some(end) = end {
             codec::encode_record(&Record::End(end), &mut raw, &mut self.scratch)?;

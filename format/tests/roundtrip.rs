@@ -22,6 +22,7 @@ use proptest::prelude::*;
 enum Op {
     Record(Record),
     Sample(Sample),
+    OffCpu(OffCpuSample),
     Batch(Vec<Sample>),
     Intern(String),
     Flush,
@@ -155,13 +156,44 @@ fn record() -> impl Strategy<Value = Record> {
                 stack_cap,
                 markers
             })),
+        any::<u64>().prop_map(|period_ns| Record::OffCpu(OffCpu { period_ns })),
+        (
+            any::<(u32, u32, u64, u64, u64)>(),
+            any::<(u64, u64, bool)>()
+        )
+            .prop_map(
+                |((tid, pid, first_ns, last_ns, on_cpu_ns), (sleeping_ns, runnable_ns, exited))| {
+                    Record::ThreadTimes(ThreadTimes {
+                        tid,
+                        pid,
+                        first_ns,
+                        last_ns,
+                        on_cpu_ns,
+                        sleeping_ns,
+                        uninterruptible_ns: sleeping_ns / 3,
+                        runnable_ns,
+                        exited,
+                    })
+                }
+            ),
+        (any::<u64>(), any::<u64>())
+            .prop_map(|(time_ns, count)| Record::LostOffCpu(LostOffCpu { time_ns, count })),
     ]
+}
+
+fn off_cpu_sample() -> impl Strategy<Value = OffCpuSample> {
+    (sample(), 1u32.., 0usize..3).prop_map(|(sample, periods, state)| OffCpuSample {
+        sample,
+        periods,
+        state: ThreadState::ALL[state],
+    })
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => record().prop_map(Op::Record),
         6 => sample().prop_map(Op::Sample),
+        2 => off_cpu_sample().prop_map(Op::OffCpu),
         1 => prop::collection::vec(sample(), 0..50).prop_map(Op::Batch),
         1 => small_string().prop_map(Op::Intern),
         1 => Just(Op::Flush),
@@ -170,10 +202,11 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// Runs `ops` through a writer; returns the bytes, the samples and the non-sample records
 /// the writer was given (String records made by `intern` included), in order.
-fn write(ops: &[Op]) -> (Vec<u8>, Vec<Sample>, Vec<Record>) {
+fn write(ops: &[Op]) -> (Vec<u8>, Vec<Sample>, Vec<OffCpuSample>, Vec<Record>) {
     let session = common::session();
     let mut w = Writer::new(Vec::new(), session.clone()).unwrap();
     let mut samples = Vec::new();
+    let mut off_cpu = Vec::new();
     let mut records = vec![Record::Session(session)];
     let mut interned = std::collections::HashMap::new();
     for op in ops {
@@ -188,6 +221,10 @@ fn write(ops: &[Op]) -> (Vec<u8>, Vec<Sample>, Vec<Record>) {
             Op::Sample(s) => {
                 w.push_sample(*s).unwrap();
                 samples.push(*s);
+            }
+            Op::OffCpu(s) => {
+                w.push_off_cpu_sample(*s).unwrap();
+                off_cpu.push(*s);
             }
             Op::Batch(b) => {
                 w.push(Record::Samples(SampleBatch { samples: b.clone() }))
@@ -212,11 +249,11 @@ fn write(ops: &[Op]) -> (Vec<u8>, Vec<Sample>, Vec<Record>) {
     let pending = w.pending_samples() as u64;
     assert_eq!(w.samples_written() + pending, samples.len() as u64);
     let out = w.finish(7, 8, 9).unwrap();
-    (out, samples, records)
+    (out, samples, off_cpu, records)
 }
 
 fn check(ops: &[Op]) {
-    let (bytes, samples, records) = write(ops);
+    let (bytes, samples, off_cpu, records) = write(ops);
     let blocks: Vec<Block> = Reader::new(&bytes)
         .unwrap()
         .map(|e| match e {
@@ -235,6 +272,16 @@ fn check(ops: &[Op]) {
         .flatten()
         .collect();
     assert_eq!(got, samples);
+    let got: Vec<OffCpuSample> = blocks
+        .iter()
+        .flat_map(|b| b.records.iter())
+        .filter_map(|r| match r {
+            Record::OffCpuSamples(b) => Some(b.samples.iter().copied()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(got, off_cpu);
     // (2) block structure
     let n = blocks.len();
     let mut own_all = Vec::new();
@@ -279,10 +326,17 @@ fn check(ops: &[Op]) {
             assert_eq!(index.entries.len(), INDEX_EVERY as usize);
             rest = &rest[1..];
         }
+        if let Some(Record::OffCpuSamples(_)) = rest.last() {
+            rest = &rest[..rest.len() - 1];
+        }
         if let Some(Record::Samples(_)) = rest.last() {
             rest = &rest[..rest.len() - 1];
         }
-        assert!(!rest.iter().any(|r| matches!(r, Record::Samples(_))));
+        assert!(
+            !rest
+                .iter()
+                .any(|r| matches!(r, Record::Samples(_) | Record::OffCpuSamples(_)))
+        );
         prev_defs = rest
             .iter()
             .filter(|r| def_key(r).is_some())
@@ -298,7 +352,12 @@ fn check(ops: &[Op]) {
     let want: Vec<&Record> = records.iter().filter(|r| dedup.keep(r)).collect();
     let got: Vec<&Record> = all
         .iter()
-        .filter(|r| !matches!(r, Record::Samples(_) | Record::Index(_) | Record::End(_)))
+        .filter(|r| {
+            !matches!(
+                r,
+                Record::Samples(_) | Record::OffCpuSamples(_) | Record::Index(_) | Record::End(_)
+            )
+        })
         .collect();
     assert_eq!(got, want);
 }

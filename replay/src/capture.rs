@@ -7,16 +7,18 @@
 //! ([`crate::tui::model::Data`]), or the plain vector [`Capture::samples`] that
 //! [`Capture::open`] and [`Capture::from_bytes`] fill (tests, `info` of a capture in memory).
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use hotspot_format::{
-    End, Event, Frame, FrameId, Module, ModuleId, Process, Reader, Record, Sample, SessionHeader,
-    StackId, StringId, Symbol, Unwinding,
+    End, Event, Frame, FrameId, Module, ModuleId, OffCpu, OffCpuSample, Process, Reader, Record,
+    Sample, SessionHeader, StackId, StringId, Symbol, ThreadTimes, Unwinding,
 };
 
 use crate::error::ReplayError;
+use crate::metric::Class;
 
 /// A region of the file the reader could not use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,19 +51,42 @@ pub trait SampleSink {
     /// first samples).
     fn defined(&mut self, _capture: &Capture) {}
 
-    /// One sample and its weight: a count of 1 for every sample the format holds today
-    /// (samples of elapsed time, when the format has them, weigh their nanoseconds).
-    fn sample(&mut self, sample: &Sample, weight: u64);
+    /// One sample, what kind of time it stands for, and how many periods of it: 1 for a
+    /// CPU sample ([`SAMPLE_WEIGHT`]), the sample's `periods` for an off-CPU one. Which
+    /// of them a sink counts is its [`crate::metric::Metric`]'s business.
+    fn sample(&mut self, sample: &Sample, class: Class, periods: u64);
 }
 
-/// The plain vector: every sample kept, in file order.
+/// The plain vector: every CPU sample kept, in file order (off-CPU samples are not
+/// kept: a `Vec<Sample>` has no room for their weight and state).
 impl SampleSink for Vec<Sample> {
-    fn sample(&mut self, sample: &Sample, _weight: u64) {
-        self.push(*sample);
+    fn sample(&mut self, sample: &Sample, class: Class, _periods: u64) {
+        if class == Class::OnCpu {
+            self.push(*sample);
+        }
     }
 }
 
-/// What one CPU sample of the format weighs: a count.
+/// Both kinds of samples kept, in file order: what [`Capture::apply`] fills.
+struct Kept<'a> {
+    samples: &'a mut Vec<Sample>,
+    off_cpu: &'a mut Vec<OffCpuSample>,
+}
+
+impl SampleSink for Kept<'_> {
+    fn sample(&mut self, sample: &Sample, class: Class, periods: u64) {
+        match class {
+            Class::OnCpu => self.samples.push(*sample),
+            Class::OffCpu(state) => self.off_cpu.push(OffCpuSample {
+                sample: *sample,
+                periods: u32::try_from(periods).unwrap_or(u32::MAX),
+                state,
+            }),
+        }
+    }
+}
+
+/// What one CPU sample of the format weighs: one period.
 pub const SAMPLE_WEIGHT: u64 = 1;
 
 /// Everything a capture holds.
@@ -87,6 +112,15 @@ pub struct Capture {
     /// The samples, when read by [`Capture::open`], [`Capture::from_bytes`] or
     /// [`Capture::apply`]; empty when [`Capture::ingest`] sent them to another sink.
     pub samples: Vec<Sample>,
+    /// The off-CPU samples (1.3), filled like `samples`.
+    pub off_cpu_samples: Vec<OffCpuSample>,
+    /// Present when the capture recorded off-CPU time (1.3).
+    pub off_cpu: Option<OffCpu>,
+    /// Exact on-CPU and blocked time per thread, measured in the kernel (1.3); a tid with
+    /// several records (reused after an exit) has them summed.
+    pub thread_times: BTreeMap<u32, ThreadTimes>,
+    /// Off-CPU samples and thread-time records the kernel dropped (1.3).
+    pub lost_off_cpu: u64,
     pub lost: u64,
     /// Mapping events the kernel dropped while recording (1.2): frames of the processes
     /// they were about may be unnamed.
@@ -144,8 +178,26 @@ impl Capture {
     /// Folds one reader event in, its samples into [`Capture::samples`].
     pub fn apply(&mut self, event: Event) {
         let mut samples = std::mem::take(&mut self.samples);
-        self.ingest(event, &mut samples);
+        let mut off_cpu = std::mem::take(&mut self.off_cpu_samples);
+        self.ingest(
+            event,
+            &mut Kept {
+                samples: &mut samples,
+                off_cpu: &mut off_cpu,
+            },
+        );
         self.samples = samples;
+        self.off_cpu_samples = off_cpu;
+    }
+
+    /// The time one period stands for, in ns: the off-CPU period the capture states, else
+    /// 1e9 / the sampling frequency; 0 when neither is known.
+    pub fn period_ns(&self) -> u64 {
+        match (&self.off_cpu, &self.session) {
+            (Some(o), _) => o.period_ns,
+            (None, Some(s)) if s.freq_hz > 0 => 1_000_000_000 / u64::from(s.freq_hz),
+            _ => 0,
+        }
     }
 
     /// Folds one reader event in: definitions into the tables, then the block's samples
@@ -160,12 +212,9 @@ impl Capture {
                 let mut batches = Vec::new();
                 for r in block.records {
                     match r {
-                        Record::Samples(b) => {
-                            *self
-                                .record_counts
-                                .entry(hotspot_format::kind::SAMPLES)
-                                .or_default() += 1;
-                            batches.push(b);
+                        Record::Samples(_) | Record::OffCpuSamples(_) => {
+                            *self.record_counts.entry(r.kind()).or_default() += 1;
+                            batches.push(r);
                         }
                         other => self.add(other),
                     }
@@ -175,8 +224,19 @@ impl Capture {
                 }
                 sink.defined(self);
                 for b in batches {
-                    for s in &b.samples {
-                        sink.sample(s, SAMPLE_WEIGHT);
+                    match b {
+                        Record::Samples(b) => {
+                            for s in &b.samples {
+                                sink.sample(s, Class::OnCpu, SAMPLE_WEIGHT);
+                            }
+                        }
+                        Record::OffCpuSamples(b) => {
+                            for s in &b.samples {
+                                let class = Class::OffCpu(s.state);
+                                sink.sample(&s.sample, class, u64::from(s.periods));
+                            }
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -251,6 +311,17 @@ impl Capture {
             Record::LostMappings(l) => {
                 self.lost_mappings = self.lost_mappings.saturating_add(l.count);
             }
+            Record::OffCpuSamples(b) => self.off_cpu_samples.extend(b.samples),
+            Record::OffCpu(o) => {
+                self.off_cpu.get_or_insert(o);
+            }
+            Record::ThreadTimes(t) => match self.thread_times.entry(t.tid) {
+                Entry::Vacant(v) => {
+                    v.insert(t);
+                }
+                Entry::Occupied(mut o) => merge_times(o.get_mut(), &t),
+            },
+            Record::LostOffCpu(l) => self.lost_off_cpu = self.lost_off_cpu.saturating_add(l.count),
         }
     }
 
@@ -305,6 +376,18 @@ impl Capture {
                 .map(|m| capped(short_module(&m.path)).into()),
         }
     }
+}
+
+/// Adds a later thread-times record of the same tid (the tid was reused) to `sum`.
+fn merge_times(sum: &mut ThreadTimes, t: &ThreadTimes) {
+    sum.pid = t.pid;
+    sum.first_ns = sum.first_ns.min(t.first_ns);
+    sum.last_ns = sum.last_ns.max(t.last_ns);
+    sum.on_cpu_ns = sum.on_cpu_ns.saturating_add(t.on_cpu_ns);
+    sum.sleeping_ns = sum.sleeping_ns.saturating_add(t.sleeping_ns);
+    sum.uninterruptible_ns = sum.uninterruptible_ns.saturating_add(t.uninterruptible_ns);
+    sum.runnable_ns = sum.runnable_ns.saturating_add(t.runnable_ns);
+    sum.exited = t.exited;
 }
 
 /// The short name of a module: the file name of its path

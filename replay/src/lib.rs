@@ -5,6 +5,7 @@ pub mod clock;
 pub mod error;
 pub mod export;
 pub mod info;
+pub mod metric;
 pub mod model;
 pub mod names;
 pub mod profile;

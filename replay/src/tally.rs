@@ -2,8 +2,12 @@
 //! the whole file and inside the `--from`/`--to` window, which is placed on the capture's
 //! [`Clock`] when the first sample arrives.
 //!
-//! Memory follows the distinct (thread, stack) pairs, not the samples; only
+//! Memory follows the distinct (thread, stack, class) triples, not the samples; only
 //! [`Tally::order`] (speedscope's time-ordered view) keeps one entry per sample.
+//!
+//! A tally counts what its [`Metric`] counts, in periods: the samples the metric leaves
+//! out are not seen at all (not in the span, not in any total), so a `cpu` tally of a
+//! capture with off-CPU data is the tally of the same capture without it.
 
 use std::collections::BTreeMap;
 
@@ -13,11 +17,17 @@ use crate::capture::{Capture, SampleSink};
 use crate::clock::Clock;
 use crate::export::error::ExportError;
 use crate::export::time::TimeSpec;
+use crate::metric::{Class, Metric};
 
-/// Sample weights summed as they are read. Every weight is a count today (see
-/// [`crate::capture::SAMPLE_WEIGHT`]), so the sums are sample counts.
+/// One sample of [`Tally::order`]: (time, tid, stack, class, periods).
+pub type Ordered = (u64, u32, StackId, Class, u64);
+
+/// Sample weights, in periods, summed as they are read (a CPU sample is one period, so
+/// the sums of a `cpu` tally are sample counts).
 #[derive(Debug, Default)]
 pub struct Tally {
+    /// What is counted.
+    pub metric: Metric,
     /// The clock `--from`/`--to` were placed on (`None` for a capture without samples
     /// and without a session header).
     pub clock: Option<Clock>,
@@ -28,18 +38,18 @@ pub struct Tally {
     pub samples: u64,
     /// (first, last) sample time of the whole file.
     pub span: Option<(u64, u64)>,
-    /// Samples per stack, whole file.
+    /// Periods per capture stack (every class together), whole file.
     pub stack_samples: BTreeMap<StackId, u64>,
-    /// Samples per thread, whole file.
+    /// Periods per thread, whole file.
     pub thread_samples: BTreeMap<u32, u64>,
-    /// Samples inside the window per (tid, stack).
-    pub tally: BTreeMap<(u32, StackId), u64>,
+    /// Periods inside the window per (tid, stack, class).
+    pub tally: BTreeMap<(u32, StackId, Class), u64>,
     /// Samples inside the window.
     pub window_samples: u64,
     /// (first, last) sample time inside the window.
     pub window_span: Option<(u64, u64)>,
-    /// When asked for: (time, tid, stack) of each sample in the window, in file order.
-    pub order: Option<Vec<(u64, u32, StackId)>>,
+    /// When asked for: each sample in the window, in file order.
+    pub order: Option<Vec<Ordered>>,
     window: (Option<TimeSpec>, Option<TimeSpec>),
     /// The clock the session header gives, known once its block is read.
     session_clock: Option<Clock>,
@@ -50,20 +60,38 @@ pub struct Tally {
 impl Tally {
     /// A tally of the samples inside `from..=to` (both optional), keeping their order if
     /// asked.
-    pub fn new(from: Option<TimeSpec>, to: Option<TimeSpec>, keep_order: bool) -> Tally {
+    pub fn new(
+        from: Option<TimeSpec>,
+        to: Option<TimeSpec>,
+        keep_order: bool,
+        metric: Metric,
+    ) -> Tally {
         Tally {
+            metric,
             window: (from, to),
             order: keep_order.then(Vec::new),
             ..Tally::default()
         }
     }
 
-    /// The whole-file tally of a capture read into memory (its [`Capture::samples`]).
+    /// The whole-file CPU tally of a capture read into memory (its [`Capture::samples`]).
     pub fn of_samples(capture: &Capture) -> Tally {
-        let mut t = Tally::default();
+        Tally::of_capture(capture, Metric::Cpu)
+    }
+
+    /// The whole-file tally under `metric` of a capture read into memory (its
+    /// [`Capture::samples`] and [`Capture::off_cpu_samples`]).
+    pub fn of_capture(capture: &Capture, metric: Metric) -> Tally {
+        let mut t = Tally {
+            metric,
+            ..Tally::default()
+        };
         t.defined(capture);
         for s in &capture.samples {
-            t.sample(s, crate::capture::SAMPLE_WEIGHT);
+            t.sample(s, Class::OnCpu, crate::capture::SAMPLE_WEIGHT);
+        }
+        for s in &capture.off_cpu_samples {
+            t.sample(&s.sample, Class::OffCpu(s.state), u64::from(s.periods));
         }
         // Without a window nothing can fail.
         let _ = t.finish(capture);
@@ -172,7 +200,11 @@ impl SampleSink for Tally {
         }
     }
 
-    fn sample(&mut self, s: &Sample, weight: u64) {
+    fn sample(&mut self, s: &Sample, class: Class, periods: u64) {
+        let weight = self.metric.periods(class, periods);
+        if weight == 0 {
+            return;
+        }
         if !self.placed {
             self.place(Some(s.time_ns));
         }
@@ -186,9 +218,9 @@ impl SampleSink for Tally {
         }
         self.window_samples += weight;
         self.window_span = Some(widen(self.window_span, time));
-        *self.tally.entry((tid, stack)).or_default() += weight;
+        *self.tally.entry((tid, stack, class)).or_default() += weight;
         if let Some(order) = &mut self.order {
-            order.push((time, tid, stack));
+            order.push((time, tid, stack, class, weight));
         }
     }
 }

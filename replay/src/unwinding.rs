@@ -8,6 +8,7 @@ use hotspot_format::{StackId, UnwindMethod};
 use serde::Serialize;
 
 use crate::capture::Capture;
+use crate::metric::Class;
 use crate::names::UNKNOWN;
 
 /// The reason a stack stopped short, if its root-most frame is a marker.
@@ -67,8 +68,11 @@ struct Tally {
     reasons: BTreeMap<Arc<str>, u64>,
 }
 
-/// Tallies `samples` ((tid, stack) → count) per process.
-pub fn completeness(capture: &Capture, samples: &BTreeMap<(u32, StackId), u64>) -> Completeness {
+/// Tallies `samples` ((tid, stack, class) → periods) per process.
+pub fn completeness(
+    capture: &Capture,
+    samples: &BTreeMap<(u32, StackId, Class), u64>,
+) -> Completeness {
     let (method, stack_cap, checked) = match capture.unwinding {
         Some(u) if u.method == UnwindMethod::Cfi => ("cfi", u.stack_cap, u.markers.is_some()),
         Some(u) => ("frame-pointers", u.stack_cap, false),
@@ -76,7 +80,7 @@ pub fn completeness(capture: &Capture, samples: &BTreeMap<(u32, StackId), u64>) 
     };
     let mut reasons_of: HashMap<StackId, Option<Arc<str>>> = HashMap::new();
     let mut per: BTreeMap<u32, Tally> = BTreeMap::new();
-    for (&(tid, stack), &n) in samples {
+    for (&(tid, stack, _), &n) in samples {
         let pid = capture.threads.get(&tid).map_or(0, |t| t.pid);
         let reason = reasons_of
             .entry(stack)
@@ -209,7 +213,7 @@ mod tests {
             marker_reason(&c, 1).as_deref(),
             Some("[truncated: stack larger than --stack-cap]")
         );
-        let samples = BTreeMap::from([((7, 0), 30), ((7, 1), 10)]);
+        let samples = BTreeMap::from([((7, 0, Class::OnCpu), 30), ((7, 1, Class::OnCpu), 10)]);
         let got = completeness(&c, &samples);
         assert!(got.checked);
         assert_eq!(got.method, "cfi");
@@ -233,7 +237,7 @@ mod tests {
         let mut c = capture(UnwindMethod::FramePointers);
         assert!(!completeness(&c, &BTreeMap::new()).checked);
         c.unwinding = None;
-        let got = completeness(&c, &BTreeMap::from([((7, 1), 3)]));
+        let got = completeness(&c, &BTreeMap::from([((7, 1, Class::OnCpu), 3)]));
         assert_eq!((got.method, got.checked), ("frame-pointers", false));
         // Without the record there are no markers: a frame of "[unwind]" is just a frame.
         assert_eq!(got.processes[0].complete, 3);

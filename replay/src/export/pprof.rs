@@ -340,7 +340,7 @@ pub fn profile(slice: &Slice) -> Profile {
     for m in main_modules(slice) {
         b.mapping(slice, m);
     }
-    for (tid, stack, n) in slice.tally() {
+    for (tid, stack, _class, n) in slice.tally() {
         let mut locations = Vec::new();
         match capture.stacks.get(&stack) {
             Some(frames) => {
@@ -396,7 +396,7 @@ fn main_modules(slice: &Slice) -> Vec<ModuleId> {
     let exes: BTreeSet<&str> = capture.processes.values().map(|p| p.exe.as_str()).collect();
     // Samples whose stack has a frame in the module.
     let mut samples: BTreeMap<ModuleId, u64> = BTreeMap::new();
-    for (_, stack, n) in slice.tally() {
+    for (_, stack, _class, n) in slice.tally() {
         let Some(frames) = capture.stacks.get(&stack) else {
             continue;
         };

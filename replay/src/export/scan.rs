@@ -16,6 +16,7 @@ use super::error::ExportError;
 use super::time::TimeSpec;
 use crate::capture::Capture;
 use crate::error::ReplayError;
+use crate::metric::Metric;
 use crate::tally::Tally;
 
 /// What to keep while reading.
@@ -30,6 +31,8 @@ pub struct ScanOptions {
     /// Measure each record kind's encoded size ([`Scan::sizes`]) by re-encoding every
     /// record: `info` wants it, reports need not pay for it.
     pub measure_sizes: bool,
+    /// What the tally counts.
+    pub metric: Metric,
 }
 
 /// How much of the file one record kind takes.
@@ -142,7 +145,7 @@ impl Scan {
         capture.file_size = data.len() as u64;
         let mut scan = Scan {
             capture,
-            counts: Tally::new(options.from, options.to, options.keep_order),
+            counts: Tally::new(options.from, options.to, options.keep_order, options.metric),
             sizes: Sizes {
                 file: data.len() as u64,
                 file_header: reader.position(),

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use super::scan::ScanOptions;
 use super::time::TimeSpec;
+use crate::metric::Metric;
 
 /// Which samples a report covers. Threads given by `--tid` and `--thread` add up; `--pid`
 /// then keeps only those of the given processes.
@@ -17,6 +18,8 @@ pub struct Selection {
     pub threads: Vec<String>,
     pub pids: Vec<u32>,
     pub no_kernel: bool,
+    /// What the report weighs (`--metric`).
+    pub metric: Metric,
 }
 
 impl Selection {
@@ -27,6 +30,7 @@ impl Selection {
             to: self.to,
             keep_order,
             measure_sizes: false,
+            metric: self.metric,
         }
     }
 

@@ -10,6 +10,7 @@ use hotspot_format::StackId;
 use super::error::ExportError;
 use super::scan::Scan;
 use super::selection::Selection;
+use crate::metric::Class;
 use crate::model::aggregate::{self, FlatRow, Selected, Tree};
 use crate::model::{Interned, Profile};
 use crate::names::FrameName;
@@ -146,27 +147,28 @@ impl<'a> Slice<'a> {
         }
     }
 
-    /// Selected samples per (tid, stack), in that order.
-    pub fn tally(&self) -> impl Iterator<Item = (u32, StackId, u64)> + '_ {
+    /// Selected periods per (tid, stack, class), in that order.
+    pub fn tally(&self) -> impl Iterator<Item = (u32, StackId, Class, u64)> + '_ {
         self.scan
             .tally
             .iter()
-            .filter(|((tid, _), _)| self.keeps(*tid))
-            .map(|(&(tid, stack), &n)| (tid, stack, n))
+            .filter(|((tid, _, _), _)| self.keeps(*tid))
+            .map(|(&(tid, stack, class), &n)| (tid, stack, class, n))
     }
 
     /// Interns every selected stack and sums its weight, from the tallies.
     fn fold(&mut self) {
-        let mut per_stack: BTreeMap<StackId, u64> = BTreeMap::new();
+        let mut per_stack: BTreeMap<(StackId, Class), u64> = BTreeMap::new();
         let mut threads: BTreeMap<u32, u64> = BTreeMap::new();
-        for (tid, stack, n) in self.tally() {
-            *per_stack.entry(stack).or_default() += n;
+        for (tid, stack, class, n) in self.tally() {
+            *per_stack.entry((stack, class)).or_default() += n;
             *threads.entry(tid).or_default() += n;
         }
         let capture = &self.scan.capture;
-        for (id, n) in per_stack {
+        for ((id, class), n) in per_stack {
             self.total += n;
-            match self.profile.stack_of(capture, id, self.filter.no_kernel) {
+            let no_kernel = self.filter.no_kernel;
+            match self.profile.stack_of_class(capture, id, class, no_kernel) {
                 Some(s) => self.selected.add(s, n),
                 None => self.unknown_stacks += n,
             }
@@ -191,8 +193,8 @@ impl<'a> Slice<'a> {
 
     /// The logical frames of a selected stack, root first, with kernel frames dropped
     /// under `--no-kernel`; `None` when the capture does not define the stack.
-    pub fn names(&self, id: StackId) -> Option<Vec<FrameName>> {
-        let s = self.profile.interned(id)?[usize::from(self.filter.no_kernel)];
+    pub fn names(&self, id: StackId, class: Class) -> Option<Vec<FrameName>> {
+        let s = self.profile.interned_class(id, class)?[usize::from(self.filter.no_kernel)];
         Some(self.frame_names(s))
     }
 

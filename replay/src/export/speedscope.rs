@@ -10,6 +10,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
 use hotspot_format::StackId;
+
+use crate::metric::Class;
+
+/// A stack as a sample of one class stands on it (off-CPU ones end in their state).
+type Key = (StackId, Class);
 use serde::Serialize;
 
 use super::slice::{LOST_STACK, NO_FRAMES, Slice, placeholder};
@@ -62,8 +67,8 @@ struct Profile<'a> {
 /// The `samples` array: each entry a stack of frame indices, root first. Entries name
 /// their stack by id, so a stack sampled a million times is held once.
 struct Samples<'a> {
-    ids: Vec<StackId>,
-    stacks: &'a HashMap<StackId, Vec<usize>>,
+    ids: Vec<Key>,
+    stacks: &'a HashMap<Key, Vec<usize>>,
 }
 
 impl Serialize for Samples<'_> {
@@ -111,23 +116,29 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
     };
     // Each thread's samples in time order; without the order (not kept while reading),
     // one entry per distinct stack.
-    let mut per_thread: BTreeMap<u32, Vec<(u64, StackId, u64)>> = BTreeMap::new();
+    let mut per_thread: BTreeMap<u32, Vec<(u64, Key, u64)>> = BTreeMap::new();
     match &slice.scan.order {
         Some(order) => {
-            for &(time, tid, stack) in order {
+            for &(time, tid, stack, class, n) in order {
                 if slice.keeps(tid) {
-                    per_thread.entry(tid).or_default().push((time, stack, 1));
+                    per_thread
+                        .entry(tid)
+                        .or_default()
+                        .push((time, (stack, class), n));
                 }
             }
         }
         None => {
-            for (tid, stack, n) in slice.tally() {
-                per_thread.entry(tid).or_default().push((0, stack, n));
+            for (tid, stack, class, n) in slice.tally() {
+                per_thread
+                    .entry(tid)
+                    .or_default()
+                    .push((0, (stack, class), n));
             }
         }
     }
     let mut frames = Frames::default();
-    let mut stacks: HashMap<StackId, Vec<usize>> = HashMap::new();
+    let mut stacks: HashMap<Key, Vec<usize>> = HashMap::new();
     // (name, stack ids, weights, end value) per thread.
     let mut runs = Vec::new();
     for (tid, mut samples) in per_thread {
@@ -143,7 +154,7 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
                 continue;
             }
             stacks.entry(stack).or_insert_with(|| {
-                let names = match slice.names(stack) {
+                let names = match slice.names(stack.0, stack.1) {
                     Some(n) if n.is_empty() => vec![placeholder(NO_FRAMES)],
                     Some(n) => n,
                     None => vec![placeholder(LOST_STACK)],

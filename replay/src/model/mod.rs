@@ -20,7 +20,9 @@ use hotspot_format::StackId;
 use rustc_hash::FxHashMap;
 
 use crate::capture::Capture;
+use crate::metric::{self, Class};
 use crate::names::{self, FrameName, FunctionKey};
+use hotspot_format::ThreadState;
 
 /// Index into [`Profile::stacks`].
 pub type StackIdx = u32;
@@ -89,6 +91,8 @@ pub struct Profile {
     stack_ids: FxHashMap<(StackIdx, FrameIdx), StackIdx>,
     /// Capture stack → (with kernel frames, without).
     by_capture: FxHashMap<StackId, [Interned; 2]>,
+    /// (capture stack, state) → the same, ending in the state's frame (off-CPU samples).
+    by_state: FxHashMap<(StackId, ThreadState), [Interned; 2]>,
     /// Per function the last path that saw it: finds the outermost occurrences.
     seen: Vec<u32>,
     path: u32,
@@ -102,22 +106,50 @@ impl Profile {
         if let Some(&v) = self.by_capture.get(&id) {
             return Some(v);
         }
-        let frames = capture.stacks.get(&id)?;
-        let mut out: Vec<FrameName> = Vec::with_capacity(frames.len());
-        for &f in frames {
-            if out.len() >= names::MAX_LOGICAL_FRAMES {
-                break;
-            }
-            names::expand(capture, f, &mut out);
-        }
-        // Leaf first so far: what is cut is nearest the root.
-        out.truncate(names::MAX_LOGICAL_FRAMES);
-        out.reverse();
+        let out = logical_frames(capture, id)?;
         let with = self.push_path(out.iter());
         let without = self.push_path(out.iter().filter(|f| !f.kernel));
         let v = [with, without];
         self.by_capture.insert(id, v);
         Some(v)
+    }
+
+    /// Interns capture stack `id` as a sample of `class` stands on it: a CPU sample on
+    /// the stack itself, an off-CPU sample on the stack with its state's frame
+    /// ([`metric::state_frame`]) as the leaf, kept with `--no-kernel` too.
+    pub fn intern_class(
+        &mut self,
+        capture: &Capture,
+        id: StackId,
+        class: Class,
+    ) -> Option<[Interned; 2]> {
+        let Class::OffCpu(state) = class else {
+            return self.intern(capture, id);
+        };
+        if let Some(&v) = self.by_state.get(&(id, state)) {
+            return Some(v);
+        }
+        let mut out = logical_frames(capture, id)?;
+        out.push(FrameName {
+            function: metric::state_frame(state).into(),
+            module: metric::OFF_CPU_MODULE.into(),
+            file: None,
+            line: 0,
+            kernel: false,
+        });
+        let with = self.push_path(out.iter());
+        let without = self.push_path(out.iter().filter(|f| !f.kernel));
+        let v = [with, without];
+        self.by_state.insert((id, state), v);
+        Some(v)
+    }
+
+    /// [`Profile::intern_class`], as already interned.
+    pub fn interned_class(&self, id: StackId, class: Class) -> Option<[Interned; 2]> {
+        match class {
+            Class::OnCpu => self.interned(id),
+            Class::OffCpu(state) => self.by_state.get(&(id, state)).copied(),
+        }
     }
 
     /// Capture stack `id` as already interned, without interning it.
@@ -134,6 +166,18 @@ impl Profile {
         no_kernel: bool,
     ) -> Option<Interned> {
         self.intern(capture, id).map(|v| v[usize::from(no_kernel)])
+    }
+
+    /// [`Profile::stack_of`] for a sample of `class` ([`Profile::intern_class`]).
+    pub fn stack_of_class(
+        &mut self,
+        capture: &Capture,
+        id: StackId,
+        class: Class,
+        no_kernel: bool,
+    ) -> Option<Interned> {
+        self.intern_class(capture, id, class)
+            .map(|v| v[usize::from(no_kernel)])
     }
 
     /// Adds the path of `frames` (root first); returns its leaf row.
@@ -275,4 +319,21 @@ impl Profile {
             kernel: key.kernel,
         }
     }
+}
+
+/// The logical frames of capture stack `id`, root first, after inline expansion and the
+/// depth cap; `None` when the capture does not define it.
+fn logical_frames(capture: &Capture, id: StackId) -> Option<Vec<FrameName>> {
+    let frames = capture.stacks.get(&id)?;
+    let mut out: Vec<FrameName> = Vec::with_capacity(frames.len());
+    for &f in frames {
+        if out.len() >= names::MAX_LOGICAL_FRAMES {
+            break;
+        }
+        names::expand(capture, f, &mut out);
+    }
+    // Leaf first so far: what is cut is nearest the root.
+    out.truncate(names::MAX_LOGICAL_FRAMES);
+    out.reverse();
+    Some(out)
 }

@@ -122,7 +122,11 @@ impl Data {
     fn take_samples(&mut self, samples: Vec<hotspot_format::Sample>) {
         let mut sink = sink!(self);
         for s in &samples {
-            sink.sample(s, crate::capture::SAMPLE_WEIGHT);
+            sink.sample(
+                s,
+                crate::metric::Class::OnCpu,
+                crate::capture::SAMPLE_WEIGHT,
+            );
         }
         sink.flush();
         self.names_arrived();
@@ -270,7 +274,11 @@ impl Sink<'_> {
 }
 
 impl SampleSink for Sink<'_> {
-    fn sample(&mut self, s: &hotspot_format::Sample, weight: u64) {
+    fn sample(&mut self, s: &hotspot_format::Sample, class: crate::metric::Class, weight: u64) {
+        // The views count CPU samples only, for now.
+        if class != crate::metric::Class::OnCpu {
+            return;
+        }
         self.first_sample.get_or_insert(s.time_ns);
         let thread = match self.last {
             Some((tid, idx)) if tid == s.tid => idx,
