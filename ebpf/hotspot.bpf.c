@@ -6,7 +6,9 @@
  * kernel's frame-pointer walk only, for --call-graph fp and kernels before
  * 5.17), raw tracepoints that keep the set of traced processes in step with
  * fork/exec/exit, and a program the recorder runs on demand to name kernel
- * addresses.
+ * addresses. With --off-cpu also sched_switch, which keeps each traced
+ * thread's exact on-CPU and blocked times, and sched_exit_tp, which takes the
+ * stack a thread blocked in once its blocked time makes an off-CPU sample due.
  *
  * Loaded and attached by recorder/src/bpf/sampler.rs; record layout in
  * sample.h. Rebuild with tools/build-bpf and commit the object.
@@ -31,6 +33,10 @@ volatile const __u8 follow_children = 0;
 volatile const __u32 self_tgid = 0;
 /* Most stack bytes hs_sample_stack copies (1..HS_MAX_STACK; hs_sample ignores it). */
 volatile const __u32 stack_cap = HS_MAX_STACK;
+/* --off-cpu: hs_exit also reports thread times (the switch programs are loaded only then). */
+volatile const __u8 off_cpu = 0;
+/* The blocked time one off-CPU sample stands for: 1e9 / freq, one CPU sample's worth. */
+volatile const __u64 period_ns = 1000000000ULL / 499;
 
 /*
  * Only the fields we read. preserve_access_index makes clang emit CO-RE
@@ -56,8 +62,10 @@ struct thread_struct {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+	unsigned int flags;
 	int pid;
 	int tgid;
+	unsigned long long start_time; /* CLOCK_MONOTONIC ns of its creation */
 	struct signal_struct *signal;
 	struct mm_struct *mm;
 	struct thread_struct thread;
@@ -74,6 +82,8 @@ struct hs_sample_buf {
 	struct hs_header hdr;
 	struct hs_user_regs regs;
 	__u64 frames[HS_MAX_USER_FRAMES + HS_MAX_KERNEL_FRAMES];
+	/* Room for an off-CPU record's tail after the deepest frames. */
+	struct hs_off_cpu tail_room;
 };
 
 #define HS_HEAD_MAX (sizeof(struct hs_sample_buf))
@@ -170,6 +180,77 @@ struct {
 } vma_cache SEC(".maps");
 
 /*
+ * --off-cpu: the same three for the off-CPU sampler. It runs with interrupts
+ * on (at the end of __schedule), so a tick's perf_event program can run in
+ * the middle of it on the same CPU: sharing the tick's scratch would let the
+ * one overwrite the other's record. The loader sizes off_stack_scratch like
+ * stack_scratch when --off-cpu copies stacks, and to 1 entry otherwise.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hs_sample_buf);
+} off_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* overridden by the loader */
+	__type(key, __u32);
+	__type(value, struct hs_stack_buf);
+} off_stack_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hs_vma_cache);
+} off_vma_cache SEC(".maps");
+
+/*
+ * --off-cpu: tid -> its times, for every traced thread seen switching. A hash
+ * rather than task storage: the recorder reads it whole at the end, for the
+ * threads still alive; the exit program deletes a thread's entry.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768); /* overridden by the loader */
+	__type(key, __u32);
+	__type(value, struct hs_thread);
+} threads SEC(".maps");
+
+/*
+ * --off-cpu: the monotonic ns accounting starts from, written by the recorder
+ * before it attaches (a thread blocked or running at the start is accounted
+ * from here). A map, not a constant: the session's start is known only after
+ * the object is loaded.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} session SEC(".maps");
+
+/*
+ * --off-cpu: the off-CPU sample sched_switch found due for the thread it
+ * switched in on this CPU, for hs_off_cpu(_stack) to take when that thread
+ * returns from __schedule right after, on the same CPU. periods 0: none due.
+ */
+struct hs_due {
+	__u32 tid;
+	struct hs_off_cpu off;
+	__u64 time_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hs_due);
+} due SEC(".maps");
+
+/*
  * A value the program stored in its scratch map, loaded back from there. To
  * the verifier a value loaded from a map is any value of its type, however it
  * was computed: the paths that computed it differently (with their own exact
@@ -223,10 +304,10 @@ static __always_inline void emit_task_event(__u32 kind, __u32 pid, __u32 tid)
 		count_lost(HS_LOST_TASK_EVENTS);
 }
 
-static __always_inline void fill_header(struct hs_header *hdr, __u32 tgid, __u32 tid,
-					__u64 time_ns)
+static __always_inline void fill_header(struct hs_header *hdr, __u32 kind, __u32 tgid,
+					__u32 tid, __u64 time_ns)
 {
-	hdr->kind = HS_KIND_SAMPLE;
+	hdr->kind = kind;
 	hdr->cpu = bpf_get_smp_processor_id();
 	hdr->time_ns = time_ns;
 	hdr->pid = tgid;
@@ -275,28 +356,27 @@ static __always_inline int tick_in_kernel(struct bpf_perf_event_data *ctx)
 }
 
 /* Frame-pointer mode: today's cost, and every kernel from 5.8. */
-SEC("perf_event")
-int hs_sample(struct bpf_perf_event_data *ctx)
+/*
+ * A frame-pointer record of kind HS_KIND_SAMPLE or, with `off`, HS_KIND_OFF_CPU
+ * (the off-CPU tail right after the frames): the kernel's walks of both
+ * stacks, no registers, no copy. Shared by the tick and the switch.
+ */
+static __always_inline int fp_sample(void *ctx, struct hs_sample_buf *buf, __u32 kind, __u32 tgid,
+				     __u32 tid, __u64 now, int in_kernel,
+				     const struct hs_off_cpu *off)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
-	__u32 tid = (__u32)id;
-	__u32 zero = 0;
-	struct hs_sample_buf *buf;
-	__u64 size, now;
+	__u64 size, frames, tail = 0;
 
-	/* tid 0 is the per-CPU idle task: its ticks are not work. */
-	if (tid == 0 || !is_traced(tgid))
-		return 0;
-	now = bpf_ktime_get_ns();
-
-	buf = bpf_map_lookup_elem(&scratch, &zero);
-	if (!buf)
-		return 0;
-
-	size = sizeof(struct hs_header) + sizeof(struct hs_user_regs) +
-	       walk_frames(ctx, buf->frames, 1, tick_in_kernel(ctx), &buf->hdr);
-	fill_header(&buf->hdr, tgid, tid, now);
+	frames = walk_frames(ctx, buf->frames, 1, in_kernel, &buf->hdr);
+	size = sizeof(struct hs_header) + sizeof(struct hs_user_regs) + frames;
+	if (off) {
+		/* Always true; stated so that the verifier can bound the write. */
+		if (frames <= sizeof(buf->frames))
+			__builtin_memcpy((__u8 *)buf->frames + frames, off, sizeof(*off));
+		tail = sizeof(*off);
+	}
+	size += tail;
+	fill_header(&buf->hdr, kind, tgid, tid, now);
 	buf->regs.ip = 0;
 	buf->regs.sp = 0;
 	buf->regs.bp = 0;
@@ -312,36 +392,40 @@ int hs_sample(struct bpf_perf_event_data *ctx)
 	if (size > sizeof(*buf))
 		size = sizeof(*buf);
 	if (bpf_ringbuf_output(&events, buf, size, sample_wakeup()))
-		count_lost(HS_LOST_SAMPLES);
+		count_lost(off ? HS_LOST_OFF_CPU : HS_LOST_SAMPLES);
 	return 0;
 }
 
-/*
- * The user registers of the interrupted task: the tick's own when it hit user
- * mode, else those the task saved on entering the kernel (syscall, fault,
- * interrupt), which are where its user stack is. Returns HS_REGS_*.
- */
-static __always_inline __u32 user_regs(struct bpf_perf_event_data *ctx, struct task_struct *task,
-				       struct hs_user_regs *out)
+SEC("perf_event")
+int hs_sample(struct bpf_perf_event_data *ctx)
 {
-	/* The uapi pt_regs: its layout is the kernel's (ctx->regs is a kernel pt_regs). */
-	struct pt_regs saved;
-	/*
-	 * All read up front, with nothing between: given a branch between
-	 * them, clang keeps a ctx + offset pointer around, which the verifier
-	 * refuses ("dereference of modified ctx ptr").
-	 */
-	__u64 cs = ctx->regs.cs, ip = ctx->regs.rip, sp = ctx->regs.rsp, bp = ctx->regs.rbp,
-	      bx = ctx->regs.rbx, r11 = ctx->regs.r11;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	__u32 tid = (__u32)id;
 
-	if ((cs & 3) == 3) {
-		out->ip = ip;
-		out->sp = sp;
-		out->bp = bp;
-		out->rbx = bx;
-		out->r11 = r11;
-		return HS_REGS_PERF;
-	}
+	__u32 zero = 0;
+	struct hs_sample_buf *buf;
+
+	/* tid 0 is the per-CPU idle task: its ticks are not work. */
+	if (tid == 0 || !is_traced(tgid))
+		return 0;
+	buf = bpf_map_lookup_elem(&scratch, &zero);
+	if (!buf)
+		return 0;
+	return fp_sample(ctx, buf, HS_KIND_SAMPLE, tgid, tid, bpf_ktime_get_ns(), tick_in_kernel(ctx),
+			 0);
+}
+
+/*
+ * The user registers a task saved on entering the kernel (syscall, fault,
+ * interrupt), which are where its user stack is. Returns HS_REGS_TASK, or
+ * HS_REGS_NONE for a task with no user context.
+ */
+static __always_inline __u32 task_user_regs(struct task_struct *task, struct hs_user_regs *out)
+{
+	/* The uapi pt_regs: its layout is the kernel's. */
+	struct pt_regs saved;
+
 	/*
 	 * Read through a helper, not direct loads of the BTF pointer: the
 	 * kernel's cs shares a union with FRED's fields, which the verifier's
@@ -360,6 +444,33 @@ static __always_inline __u32 user_regs(struct bpf_perf_event_data *ctx, struct t
 	return HS_REGS_TASK;
 }
 
+/*
+ * The user registers of the interrupted task: the tick's own when it hit user
+ * mode, else the task's saved ones. Returns HS_REGS_*.
+ */
+static __always_inline __u32 user_regs(struct bpf_perf_event_data *ctx, struct task_struct *task,
+				       struct hs_user_regs *out)
+{
+	/*
+	 * All read up front, with nothing between: given a branch between
+	 * them, clang keeps a ctx + offset pointer around, which the verifier
+	 * refuses ("dereference of modified ctx ptr"). (ctx->regs is a kernel
+	 * pt_regs; the uapi one has its layout.)
+	 */
+	__u64 cs = ctx->regs.cs, ip = ctx->regs.rip, sp = ctx->regs.rsp, bp = ctx->regs.rbp,
+	      bx = ctx->regs.rbx, r11 = ctx->regs.r11;
+
+	if ((cs & 3) == 3) {
+		out->ip = ip;
+		out->sp = sp;
+		out->bp = bp;
+		out->rbx = bx;
+		out->r11 = r11;
+		return HS_REGS_PERF;
+	}
+	return task_user_regs(task, out);
+}
+
 struct vma_range {
 	__u64 start;
 	__u64 end;
@@ -375,15 +486,14 @@ static long vma_range_cb(struct task_struct *task, struct vm_area_struct *vma, v
 }
 
 /*
- * The end of the mapping that holds `sp`: from the cache, else from
+ * The end of the mapping that holds `sp`: from `cache` (the caller's), else from
  * bpf_find_vma (and cached). 0 when the mapping end is not known: *err is
  * then bpf_find_vma's error (-EBUSY: mmap lock taken; -ENOENT: no mapping).
  */
-static __always_inline __u64 stack_mapping_end(struct task_struct *task, __u32 tgid, __u32 tid,
+static __always_inline __u64 stack_mapping_end(struct hs_vma_cache *cache,
+					       struct task_struct *task, __u32 tgid, __u32 tid,
 					       __u64 sp, __u64 now, long *err)
 {
-	__u32 zero = 0;
-	struct hs_vma_cache *cache = bpf_map_lookup_elem(&vma_cache, &zero);
 	struct hs_vma_slot *slot = 0;
 	struct vma_range range = {};
 
@@ -520,34 +630,23 @@ static __always_inline void copy_stack(struct hs_stack_buf *buf)
  * live user stack, from sp to the top of its frames (see frames_top), at most
  * stack_cap bytes, for the recorder to unwind with the modules' CFI. Needs
  * bpf_find_vma and bpf_loop (5.17).
+ *
+ * The record of kind `kind` once the caller has put the user registers in
+ * buf->rec.regs (`flags`: HS_REGS_* of them) and read the task's frame limits:
+ * shared by the tick (hs_sample_stack) and the switch (hs_off_cpu_stack), which
+ * only differ in where the registers come from and in the off-CPU tail `off`
+ * (written right after the stack).
  */
-SEC("perf_event")
-int hs_sample_stack(struct bpf_perf_event_data *ctx)
+static __always_inline int stack_sample(void *ctx, struct hs_stack_buf *buf,
+					struct hs_vma_cache *cache, struct task_struct *task,
+					const struct frame_limits *limits, __u32 flags, __u32 kind,
+					__u32 tgid, __u32 tid, __u64 now, const struct hs_off_cpu *off)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
-	__u32 tid = (__u32)id;
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct frame_limits limits;
-	struct task_struct *task;
-	struct hs_stack_buf *buf;
-	struct hs_sample_buf *rec;
-	__u64 len = 0, copied, user_depth, kernel_depth, head, start, vma_end, now;
-	__u32 flags, end;
+	struct hs_sample_buf *rec = &buf->rec;
+	__u64 len = 0, copied, user_depth, kernel_depth, head, start, vma_end, tail = 0;
+	__u32 end;
 	long err;
 
-	if (tid == 0 || !is_traced(tgid))
-		return 0;
-	now = bpf_ktime_get_ns();
-
-	buf = bpf_map_lookup_elem(&stack_scratch, &cpu);
-	if (!buf)
-		return 0;
-	rec = &buf->rec;
-
-	task = bpf_get_current_task_btf();
-	frame_limits(task, &limits);
-	flags = user_regs(ctx, task, &rec->regs);
 	if (flags == HS_REGS_NONE) {
 		rec->regs.ip = 0;
 		rec->regs.sp = 0;
@@ -562,9 +661,9 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 		 * the cap and let the first unreadable page end it.
 		 */
 		len = stack_cap;
-		vma_end = stack_mapping_end(task, tgid, tid, rec->regs.sp, now, &err);
+		vma_end = stack_mapping_end(cache, task, tgid, tid, rec->regs.sp, now, &err);
 		if (vma_end)
-			vma_end = frames_top(&limits, rec->regs.sp, vma_end);
+			vma_end = frames_top(limits, rec->regs.sp, vma_end);
 		if (vma_end) {
 			if (vma_end - rec->regs.sp <= len) {
 				len = vma_end - rec->regs.sp;
@@ -603,7 +702,7 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 	 */
 	walk_frames(ctx, rec->frames, (flags & HS_STACK_END_MASK) != HS_STACK_END_MAPPING,
 		    (flags & HS_REGS_MASK) != HS_REGS_PERF, &rec->hdr);
-	fill_header(&rec->hdr, tgid, tid, now);
+	fill_header(&rec->hdr, kind, tgid, tid, now);
 
 	/* The record's size, from the record (the bounds hold for any: sample.h). */
 	user_depth = reread(rec->hdr.user_depth);
@@ -614,6 +713,11 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 		return 0;
 	head = sizeof(struct hs_header) + sizeof(struct hs_user_regs) +
 	       (user_depth + kernel_depth) * sizeof(__u64);
+	/* The page of slack after the stack has room for the tail. */
+	if (off) {
+		__builtin_memcpy(&buf->stack[copied], off, sizeof(*off));
+		tail = sizeof(*off);
+	}
 
 	/*
 	 * Stated for the verifier: head is at most the whole of rec. The offset
@@ -628,9 +732,310 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
 		return 0;
 	if (bpf_probe_read_kernel(&buf->head[start], head, rec))
 		return 0;
-	if (bpf_ringbuf_output(&events, &buf->head[start], head + copied, sample_wakeup()))
-		count_lost(HS_LOST_SAMPLES);
+	if (bpf_ringbuf_output(&events, &buf->head[start], head + copied + tail, sample_wakeup()))
+		count_lost(off ? HS_LOST_OFF_CPU : HS_LOST_SAMPLES);
 	return 0;
+}
+
+SEC("perf_event")
+int hs_sample_stack(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	__u32 tid = (__u32)id;
+	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
+	struct frame_limits limits;
+	struct task_struct *task;
+	struct hs_stack_buf *buf;
+	__u64 now;
+	__u32 flags;
+
+	if (tid == 0 || !is_traced(tgid))
+		return 0;
+	now = bpf_ktime_get_ns();
+
+	buf = bpf_map_lookup_elem(&stack_scratch, &cpu);
+	if (!buf)
+		return 0;
+	task = bpf_get_current_task_btf();
+	frame_limits(task, &limits);
+	flags = user_regs(ctx, task, &buf->rec.regs);
+	return stack_sample(ctx, buf, bpf_map_lookup_elem(&vma_cache, &zero), task, &limits, flags,
+			    HS_KIND_SAMPLE, tgid, tid, now, 0);
+}
+
+/*
+ * --off-cpu. sched_switch keeps each traced thread's exact times in `threads`
+ * (on the CPU, and off it by the state it left in) and adds each wait to the
+ * thread's pending blocked time; each time that crosses period_ns an off-CPU
+ * sample is due, standing for pending / period_ns periods (the remainder is
+ * kept), so short waits count and every sample weighs the same time. The
+ * sample's stack is taken at the end of __schedule (sched_exit_tp), in the
+ * thread's own context as it comes back: at sched_switch the current task is
+ * the one leaving, and the one coming back has no stack to read yet. There its
+ * user stack and saved registers are those it blocked with, and its kernel
+ * stack is the path it blocked in (... -> schedule -> __schedule).
+ *
+ * A thread's entry is only ever touched on the CPU it switches on, and the
+ * switch in on another CPU waits for the switch out to finish (the
+ * scheduler's p->on_cpu), so updates need no atomics.
+ */
+
+/* TASK_* and PF_* of include/linux/sched.h: stable ABI of the tracepoint. */
+#define HS_TASK_RUNNING 0x0
+#define HS_TASK_UNINTERRUPTIBLE 0x2
+#define HS_PF_EXITING 0x4
+
+/* The state a thread leaves the CPU in (see HS_STATE_*). */
+static __always_inline __u32 switch_state(int preempt, unsigned int prev_state)
+{
+	if (preempt || prev_state == HS_TASK_RUNNING)
+		return HS_STATE_RUNNABLE;
+	if (prev_state & HS_TASK_UNINTERRUPTIBLE)
+		return HS_STATE_UNINTERRUPTIBLE;
+	return HS_STATE_SLEEPING;
+}
+
+/*
+ * Adds the time since the thread's last switch to the total of the state it
+ * was in; returns it.
+ */
+static __always_inline __u64 account(struct hs_thread *t, __u64 now)
+{
+	__u64 d = now > t->last_ns ? now - t->last_ns : 0;
+
+	switch (t->state) {
+	case HS_STATE_ON_CPU:
+		t->on_cpu_ns += d;
+		break;
+	case HS_STATE_SLEEPING:
+		t->sleeping_ns += d;
+		break;
+	case HS_STATE_UNINTERRUPTIBLE:
+		t->uninterruptible_ns += d;
+		break;
+	default:
+		t->runnable_ns += d;
+		break;
+	}
+	t->last_ns = now;
+	return d;
+}
+
+/*
+ * A thread's entry at its first switch: accounted from the session's start or
+ * its own, whichever is later. Its state until then (set by the caller) is on
+ * the CPU when first seen leaving it, else S (a wait in progress at the
+ * start) or R (a new thread waiting for its first run). *born_late: it
+ * started after the session. 0: not to be accounted (it is exiting: its exit
+ * record is written, or the session is not set).
+ */
+static __always_inline int new_thread(struct task_struct *task, __u32 tgid, __u64 now,
+				      struct hs_thread *t, int *born_late)
+{
+	__u32 zero = 0;
+	__u64 *session_start = bpf_map_lookup_elem(&session, &zero);
+	__u64 start, born;
+
+	if (!session_start || BPF_CORE_READ(task, flags) & HS_PF_EXITING)
+		return 0;
+	start = *session_start;
+	born = BPF_CORE_READ(task, start_time);
+	__builtin_memset(t, 0, sizeof(*t));
+	t->tgid = tgid;
+	*born_late = born > start;
+	t->first_ns = *born_late ? born : start;
+	if (t->first_ns > now)
+		t->first_ns = now;
+	t->last_ns = t->first_ns;
+	return 1;
+}
+
+static __always_inline void switched_out(struct task_struct *prev, __u32 tid, __u32 tgid,
+					 __u32 state, __u64 now)
+{
+	struct hs_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct hs_thread fresh;
+	int born_late;
+
+	if (t) {
+		account(t, now);
+		t->state = state;
+		return;
+	}
+	if (!new_thread(prev, tgid, now, &fresh, &born_late))
+		return;
+	fresh.state = HS_STATE_ON_CPU;
+	account(&fresh, now);
+	fresh.state = state;
+	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST))
+		count_lost(HS_LOST_OFF_CPU);
+}
+
+/*
+ * The wait that just ended goes into the pending blocked time; the periods it
+ * completes make a sample due, which this CPU's `due` slot hands to the
+ * off-CPU sampler (always written, so that a slot it missed is never taken
+ * for a later switch).
+ */
+static __always_inline void wait_ended(struct hs_thread *t, __u32 tid, __u64 now)
+{
+	__u32 zero = 0, state = t->state;
+	struct hs_due *slot = bpf_map_lookup_elem(&due, &zero);
+	__u64 periods = 0;
+
+	t->pending_ns += account(t, now);
+	t->state = HS_STATE_ON_CPU;
+	if (t->pending_ns >= period_ns) {
+		periods = t->pending_ns / period_ns;
+		t->pending_ns -= periods * period_ns;
+		if (periods > 0xffffffff)
+			periods = 0xffffffff;
+	}
+	if (!slot)
+		return;
+	slot->tid = tid;
+	slot->off.periods = periods;
+	slot->off.state = state;
+	slot->time_ns = now;
+}
+
+static __always_inline void switched_in(struct task_struct *next, __u32 tid, __u32 tgid,
+					__u64 now)
+{
+	struct hs_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct hs_thread fresh;
+	int born_late;
+
+	if (t) {
+		if (t->state != HS_STATE_ON_CPU)
+			wait_ended(t, tid, now);
+		return;
+	}
+	if (!new_thread(next, tgid, now, &fresh, &born_late))
+		return;
+	fresh.state = born_late ? HS_STATE_RUNNABLE : HS_STATE_SLEEPING;
+	wait_ended(&fresh, tid, now);
+	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST))
+		count_lost(HS_LOST_OFF_CPU);
+}
+
+/*
+ * prev_state is an argument from 5.18 on. Raw, not tp_btf, like the task
+ * programs below (see there). current is still prev here.
+ */
+SEC("raw_tp/sched_switch")
+int BPF_PROG(hs_switch, _Bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = 0;
+	__u32 prev_tid = (__u32)id, next_tid, next_tgid;
+
+	/* tid 0 is the idle task (its tgid is 0 too, and no other task's is). */
+	if (prev_tid != 0 && is_traced(id >> 32)) {
+		now = bpf_ktime_get_ns();
+		switched_out(prev, prev_tid, id >> 32, switch_state(preempt, prev_state), now);
+	}
+	next_tgid = BPF_CORE_READ(next, tgid);
+	if (next_tgid == 0 || !is_traced(next_tgid))
+		return 0;
+	next_tid = BPF_CORE_READ(next, pid);
+	if (!now)
+		now = bpf_ktime_get_ns();
+	switched_in(next, next_tid, next_tgid, now);
+	return 0;
+}
+
+/*
+ * The off-CPU sample due for the current thread on this CPU, taken out of the
+ * slot: 0 when none is (the common case: a cheap exit for every other switch).
+ */
+static __always_inline int take_due(__u32 tid, struct hs_off_cpu *off, __u64 *time_ns)
+{
+	__u32 zero = 0;
+	struct hs_due *slot = bpf_map_lookup_elem(&due, &zero);
+
+	if (!slot || slot->tid != tid || slot->off.periods == 0)
+		return 0;
+	*off = slot->off;
+	*time_ns = slot->time_ns;
+	slot->off.periods = 0;
+	return 1;
+}
+
+/*
+ * sched_exit_tp fires at the end of __schedule, which a thread switched back
+ * in returns from: in its own context, right after the switch (and in
+ * schedule_tail, where a new thread's first run starts).
+ *
+ * A raw tracepoint, where kprobes and fentry are not to be had (this kernel
+ * has no CONFIG_KPROBES, and refuses tracing programs); it needs 6.16.
+ * Interrupts are on here: a tick can run the samplers in the middle of it, so
+ * the off-CPU samplers have scratch maps of their own.
+ */
+SEC("raw_tp/sched_exit_tp")
+int BPF_PROG(hs_off_cpu, _Bool is_switch)
+{
+	__u64 id = bpf_get_current_pid_tgid(), time_ns;
+	struct hs_sample_buf *buf;
+	struct hs_off_cpu off;
+	__u32 zero = 0;
+
+	if (!is_switch || !take_due((__u32)id, &off, &time_ns))
+		return 0;
+	buf = bpf_map_lookup_elem(&off_scratch, &zero);
+	if (!buf)
+		return 0;
+	return fp_sample(ctx, buf, HS_KIND_OFF_CPU, id >> 32, (__u32)id, time_ns, 1, &off);
+}
+
+SEC("raw_tp/sched_exit_tp")
+int BPF_PROG(hs_off_cpu_stack, _Bool is_switch)
+{
+	__u64 id = bpf_get_current_pid_tgid(), time_ns;
+	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
+	struct frame_limits limits;
+	struct task_struct *task;
+	struct hs_stack_buf *buf;
+	struct hs_off_cpu off;
+	__u32 flags;
+
+	if (!is_switch || !take_due((__u32)id, &off, &time_ns))
+		return 0;
+	buf = bpf_map_lookup_elem(&off_stack_scratch, &cpu);
+	if (!buf)
+		return 0;
+	task = bpf_get_current_task_btf();
+	frame_limits(task, &limits);
+	flags = task_user_regs(task, &buf->rec.regs);
+	return stack_sample(ctx, buf, bpf_map_lookup_elem(&off_vma_cache, &zero), task, &limits,
+			    flags, HS_KIND_OFF_CPU, id >> 32, (__u32)id, time_ns, &off);
+}
+
+/*
+ * A traced thread exits (in its own context, on the CPU): its times, closed
+ * now, go into the ring and its entry goes. Switches after this (do_exit may
+ * still sleep, and switches out one last time) make no new entry: the task
+ * is PF_EXITING.
+ */
+static __always_inline void thread_exited(__u32 tgid, __u32 tid)
+{
+	struct {
+		struct hs_header hdr;
+		struct hs_thread t;
+	} rec = {};
+	struct hs_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	__u64 now;
+
+	if (!t)
+		return;
+	now = bpf_ktime_get_ns();
+	account(t, now);
+	fill_header(&rec.hdr, HS_KIND_THREAD_TIMES, tgid, tid, now);
+	rec.t = *t;
+	bpf_map_delete_elem(&threads, &tid);
+	if (bpf_ringbuf_output(&events, &rec, sizeof(rec), sample_wakeup()))
+		count_lost(HS_LOST_OFF_CPU);
 }
 
 /*
@@ -687,6 +1092,10 @@ int BPF_PROG(hs_exit, struct task_struct *task)
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 	__u32 tid = BPF_CORE_READ(task, pid);
 
+	/* Fires for every thread; its times are looked up by tid whether or not
+	 * its process is still a target. */
+	if (off_cpu)
+		thread_exited(tgid, tid);
 	if (!is_traced(tgid))
 		return 0;
 	/*

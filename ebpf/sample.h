@@ -21,6 +21,14 @@
  * long: ring space follows the real stack depth and the bytes really copied,
  * never the cap.
  *
+ * An HS_KIND_OFF_CPU record is laid out like a sample, then a struct
+ * hs_off_cpu (8 bytes) right after the last stack byte: 104 + 8 * depths +
+ * stack_len bytes. Its registers are always the task's saved ones
+ * (HS_REGS_TASK or HS_REGS_NONE): it is taken in the thread's own context as
+ * it comes back on the CPU, where its user stack is the one it blocked with.
+ * An HS_KIND_THREAD_TIMES record is the header and a struct hs_thread (112
+ * bytes).
+ *
  * Two programs write samples. hs_sample (frame-pointer mode, stack_cap 0)
  * leaves the registers zero, flags = HS_REGS_NONE | HS_STACK_END_CAP (the
  * copy is "capped" at 0 bytes) and stack_len 0. hs_sample_stack fills the
@@ -51,6 +59,13 @@ enum hs_kind {
 	/* The last thread of a traced process exited: pid = tgid, tid = that
 	 * thread. */
 	HS_KIND_EXIT = 4,
+	/* --off-cpu: a traced thread came back on the CPU after enough blocked
+	 * time to make an off-CPU sample due: the stack it blocked in, then a
+	 * struct hs_off_cpu. time_ns is when it was switched back in. */
+	HS_KIND_OFF_CPU = 5,
+	/* --off-cpu: a traced thread exited: the header and its struct
+	 * hs_thread, accounted up to time_ns (= last_ns). */
+	HS_KIND_THREAD_TIMES = 6,
 };
 
 struct hs_header {
@@ -121,7 +136,48 @@ _Static_assert(sizeof(struct hs_user_regs) == 48, "raw.rs expects 48-byte regist
 /* Indices of the per-CPU `lost` counter array. */
 #define HS_LOST_SAMPLES 0     /* samples the ring buffer had no room for */
 #define HS_LOST_TASK_EVENTS 1 /* fork/exec/exit records lost, or children not followed */
-#define HS_LOST_NR 2
+/* Off-CPU samples and thread-times records the ring had no room for, and
+ * switches of threads the `threads` map had no room for. */
+#define HS_LOST_OFF_CPU 2
+#define HS_LOST_NR 3
+
+/*
+ * A thread's state while off the CPU, as the capture's state column codes it:
+ * taken at the switch out from sched_switch's preempt flag and prev_state.
+ */
+#define HS_STATE_ON_CPU 0
+#define HS_STATE_SLEEPING 1        /* S: TASK_INTERRUPTIBLE, and stopped/traced */
+#define HS_STATE_UNINTERRUPTIBLE 2 /* D: the TASK_UNINTERRUPTIBLE bit (disk I/O, KILLABLE, IDLE) */
+#define HS_STATE_RUNNABLE 3        /* R: preempted, or switched out while TASK_RUNNING */
+
+/* The tail of an HS_KIND_OFF_CPU record. */
+struct hs_off_cpu {
+	__u32 periods; /* period_ns multiples its blocked time crossed in this wait (>= 1) */
+	__u32 state;   /* HS_STATE_* of this wait */
+};
+
+_Static_assert(sizeof(struct hs_off_cpu) == 8, "raw.rs expects an 8-byte off-CPU tail");
+
+/*
+ * One traced thread's exact times (--off-cpu), kept in the `threads` map by
+ * tid and updated at each of its switches; an HS_KIND_THREAD_TIMES record
+ * carries it at the thread's exit, and the recorder reads the map for the
+ * threads still alive at the end. Always on_cpu + sleeping + uninterruptible
+ * + runnable = last - first.
+ */
+struct hs_thread {
+	__u64 first_ns;           /* accounted from: the session start, or the thread's start if later */
+	__u64 last_ns;            /* accounted to: its last switch (its exit in a record) */
+	__u64 on_cpu_ns;
+	__u64 sleeping_ns;
+	__u64 uninterruptible_ns;
+	__u64 runnable_ns;
+	__u64 pending_ns;         /* blocked time not yet in an off-CPU sample (< period_ns) */
+	__u32 tgid;
+	__u32 state;              /* HS_STATE_* since last_ns */
+};
+
+_Static_assert(sizeof(struct hs_thread) == 64, "raw.rs expects a 64-byte hs_thread");
 
 /*
  * What hs_ksym leaves in its one-entry `ksym_out` map: the "%pS" text of one

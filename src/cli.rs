@@ -101,6 +101,11 @@ pub struct RecordArgs {
     /// Do not follow processes forked by the targets.
     #[arg(long)]
     pub no_children: bool,
+    /// Also record off-CPU time: each traced thread's exact time on the CPU and off it
+    /// (sleeping, uninterruptible, waiting for a CPU), and the stacks it blocked in,
+    /// sampled in the same periods as CPU samples (1/freq). Needs Linux 5.18.
+    #[arg(long)]
+    pub off_cpu: bool,
     /// Leave the command from `-- CMD` running when the recording ends first (by
     /// `--duration` or Ctrl-C); by default it is ended (SIGTERM, SIGKILL 2 s later).
     #[arg(long)]
@@ -294,6 +299,9 @@ pub struct LiveArgs {
     /// Do not follow processes forked by the target.
     #[arg(long)]
     pub no_children: bool,
+    /// Also record off-CPU time (see `hotspot record --off-cpu`).
+    #[arg(long)]
+    pub off_cpu: bool,
     #[command(flatten)]
     pub unwind: UnwindArgs,
     #[command(flatten)]

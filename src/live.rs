@@ -67,6 +67,7 @@ pub fn run(args: LiveArgs) -> anyhow::Result<()> {
             duration: None,
             follow: !args.no_children,
             stack_cap: args.unwind.stack_cap(),
+            off_cpu: args.off_cpu,
         },
         opts,
     };
@@ -109,6 +110,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
                 duration: None,
                 follow: true,
                 stack_cap: args.unwind.stack_cap(),
+                off_cpu: false,
             },
             opts,
         },

@@ -24,6 +24,8 @@ pub struct Sampling {
     pub follow: bool,
     /// Bytes of user stack copied per sample for CFI unwinding; 0: frame pointers only.
     pub stack_cap: u32,
+    /// Also record off-CPU time (`--off-cpu`).
+    pub off_cpu: bool,
 }
 
 /// What `record` was asked to profile.
@@ -58,6 +60,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<()> {
         duration: args.duration,
         follow: !args.no_children,
         stack_cap: args.unwind.stack_cap(),
+        off_cpu: args.off_cpu,
     };
     let knobs = Knobs {
         flush_log: args.flush_log.clone(),
@@ -99,6 +102,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
         duration: None,
         follow: true,
         stack_cap: args.unwind.stack_cap(),
+        off_cpu: false,
     };
     let summary = record(
         Target::Command(cmd),
@@ -165,6 +169,7 @@ pub fn record_with(
         duration,
         follow,
         stack_cap,
+        off_cpu,
     } = sampling;
     let pids = match &target {
         Target::Pids(p) => {
@@ -190,6 +195,7 @@ pub fn record_with(
             )
         }),
         stack_cap,
+        off_cpu,
     };
     let mut sampler = BpfSampler::load(&opts)?;
     // An empty file is what a recorder killed during set-up leaves (the file exists
@@ -221,6 +227,8 @@ pub fn record_with(
         duration,
         flush_every: run.flush_every,
         stack_cap,
+        // One period: what a CPU sample stands for (the kernel's period_ns).
+        off_cpu_period_ns: off_cpu.then(|| 1_000_000_000 / u64::from(freq)),
         ..RecordConfig::default()
     };
     // The set-up (symbol worker, kernel naming) happens before sampling starts, so the
@@ -244,6 +252,8 @@ pub fn record_with(
         opts.all_processes,
         command_line,
     );
+    // Threads are accounted from the session's start (time 0 of the capture).
+    sampler.set_session_start(header.start_mono_ns);
     let mut writer = hotspot_format::Writer::new(file, header)?;
     if let Some(log) = &flush_log {
         let mut log = log.try_clone().context("duplicating the flush log")?;

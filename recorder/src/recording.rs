@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hotspot_format::{
-    InlinedFn, Lost, LostMappings, ProcessExit, Record, Sample, SourceLoc, Symbol, UnwindMethod,
-    Unwinding, Writer,
+    InlinedFn, Lost, LostMappings, LostOffCpu, OffCpu, OffCpuSample, ProcessExit, Record, Sample,
+    SourceLoc, Symbol, ThreadState, UnwindMethod, Unwinding, Writer,
 };
 
-use crate::bpf::{EventSource, RawEvent, RawSample, StackEnd};
+use crate::bpf::{EventSource, RawEvent, RawSample, RawThread, StackEnd};
 use crate::error::RecordError;
 use crate::kernel_names::KernelSymbols;
 use crate::normalizer::{Normalizer, UserPart};
@@ -40,6 +40,9 @@ pub struct RecordConfig {
     /// Bytes of user stack the kernel copies per sample, unwound here with call-frame
     /// information; 0: user stacks are the kernel's frame-pointer walk.
     pub stack_cap: u32,
+    /// `--off-cpu`: the ns one off-CPU period stands for (the capture's `OffCpu`
+    /// definition); `None`: the capture has no off-CPU data.
+    pub off_cpu_period_ns: Option<u64>,
 }
 
 impl Default for RecordConfig {
@@ -53,6 +56,7 @@ impl Default for RecordConfig {
             sys_root: PathBuf::from("/sys"),
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             stack_cap: 0,
+            off_cpu_period_ns: None,
         }
     }
 }
@@ -65,6 +69,9 @@ pub struct Progress {
     pub lost: u64,
     /// Mapping events the kernel dropped.
     pub lost_mappings: u64,
+    /// `--off-cpu`: off-CPU samples written, and off-CPU records the kernel dropped.
+    pub off_cpu_samples: u64,
+    pub lost_off_cpu: u64,
     pub bytes: u64,
 }
 
@@ -121,6 +128,9 @@ impl Recorder {
             Unwinding::default()
         };
         let mut pending = vec![Record::Unwinding(unwinding)];
+        if let Some(period_ns) = cfg.off_cpu_period_ns {
+            pending.push(Record::OffCpu(OffCpu { period_ns }));
+        }
         pending.append(&mut defs.records);
         let worker = SymbolWorker::start(cfg.debug_dirs.clone(), cfg.proc_root.clone()).map_err(
             |source| RecordError::Io {
@@ -203,6 +213,7 @@ impl Recorder {
         // capture's lost count is then exactly the kernel's). A failure to detach must not
         // cost the capture its end: the links go when the source is dropped anyway.
         let _ = source.stop_sampling();
+        rec.accounting_end = source.accounting_end();
         // What is already in the ring buffer still belongs to the recording. One drain takes
         // a whole ring's worth; a second picks up what arrived meanwhile (task events).
         for _ in 0..3 {
@@ -211,6 +222,13 @@ impl Recorder {
                 break;
             }
             rec.handle(&mut events)?;
+        }
+        if rec.cfg.off_cpu_period_ns.is_some() {
+            // Taken out of the kernel, then one more drain for the exits written before.
+            let live = source.take_thread_times()?;
+            source.poll(Duration::ZERO, &mut events)?;
+            rec.handle(&mut events)?;
+            rec.write_live_threads(live)?;
         }
         rec.note_lost_mappings(source)?;
         rec.flush(source)?;
@@ -264,7 +282,23 @@ struct Recording<W: Write> {
     lost_total: u64,
     lost_mappings: u64,
     samples: u64,
+    off_cpu_samples: u64,
+    lost_off_cpu: u64,
+    /// When the kernel stopped accounting thread times, once it has.
+    accounting_end: Option<u64>,
+    /// Threads whose times were written accounted to the end (exits the kernel wrote after
+    /// it stopped accounting): the live threads read at the end skip them.
+    closed_at_end: HashSet<u32>,
     start: Instant,
+}
+
+/// What a sample stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SampleClass {
+    /// A tick on the CPU: one period.
+    OnCpu,
+    /// Blocked time that crossed `periods` periods, in `state`.
+    OffCpu { periods: u32, state: ThreadState },
 }
 
 impl<W: Write> Recording<W> {
@@ -297,6 +331,10 @@ impl<W: Write> Recording<W> {
             lost_total: 0,
             lost_mappings: 0,
             samples: 0,
+            off_cpu_samples: 0,
+            lost_off_cpu: 0,
+            accounting_end: None,
+            closed_at_end: HashSet::new(),
             start,
         })
     }
@@ -305,7 +343,15 @@ impl<W: Write> Recording<W> {
     fn handle(&mut self, events: &mut Vec<RawEvent>) -> Result<(), RecordError> {
         for ev in events.drain(..) {
             match ev {
-                RawEvent::Sample(s) => self.handle_sample(&s)?,
+                RawEvent::Sample(s) => self.handle_sample(&s, SampleClass::OnCpu)?,
+                RawEvent::OffCpu(o) => self.handle_sample(
+                    &o.sample,
+                    SampleClass::OffCpu {
+                        periods: o.periods,
+                        state: o.state,
+                    },
+                )?,
+                RawEvent::ThreadTimes { tid, times } => self.handle_thread_times(tid, &times)?,
                 RawEvent::Fork {
                     time_ns,
                     parent,
@@ -324,8 +370,9 @@ impl<W: Write> Recording<W> {
         Ok(())
     }
 
-    /// One sample: its process and thread if new, its stack, the sample itself.
-    fn handle_sample(&mut self, s: &RawSample) -> Result<(), RecordError> {
+    /// One sample (of either class: the stack is normalised the same way): its process
+    /// and thread if new, its stack, the sample itself.
+    fn handle_sample(&mut self, s: &RawSample, class: SampleClass) -> Result<(), RecordError> {
         let (norm, writer) = (&mut self.norm, &mut self.writer);
         let comm = comm_str(&s.comm);
         let (_, new_proc) = norm.procs.ensure(s.pid, &comm, s.time_ns);
@@ -345,13 +392,55 @@ impl<W: Write> Recording<W> {
             &mut self.frames,
         )?;
         let stack = norm.frames.stack(&self.frames, writer)?;
-        writer.push_sample(Sample {
+        let sample = Sample {
             time_ns: s.time_ns,
             tid: s.tid,
             cpu: s.cpu,
             stack,
-        })?;
-        self.samples += 1;
+        };
+        match class {
+            SampleClass::OnCpu => {
+                writer.push_sample(sample)?;
+                self.samples += 1;
+            }
+            SampleClass::OffCpu { periods, state } => {
+                writer.push_off_cpu_sample(OffCpuSample {
+                    sample,
+                    periods,
+                    state,
+                })?;
+                self.off_cpu_samples += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// A thread exited: its exact times. One the kernel wrote after it stopped
+    /// accounting is cut back to that end (and is no exit within the recording).
+    fn handle_thread_times(&mut self, tid: u32, times: &RawThread) -> Result<(), RecordError> {
+        let end = self
+            .accounting_end
+            .map_or(times.last_ns, |end| end.min(times.last_ns));
+        let t = times.closed_at(tid, end, true);
+        if !t.exited {
+            self.closed_at_end.insert(tid);
+        }
+        self.writer.push(Record::ThreadTimes(t.record()))?;
+        Ok(())
+    }
+
+    /// The threads alive at the end, accounted to it.
+    fn write_live_threads(&mut self, live: Vec<(u32, RawThread)>) -> Result<(), RecordError> {
+        let end = self
+            .accounting_end
+            .unwrap_or_else(crate::session::monotonic_ns);
+        for (tid, times) in live {
+            if self.closed_at_end.contains(&tid) {
+                continue;
+            }
+            let t = times.closed_at(tid, end, false);
+            self.writer.push(Record::ThreadTimes(t.record()))?;
+        }
         Ok(())
     }
 
@@ -425,6 +514,14 @@ impl<W: Write> Recording<W> {
                 }))?;
             }
         }
+        let lost_off_cpu = source.lost_off_cpu()?;
+        if lost_off_cpu > self.lost_off_cpu {
+            self.writer.push(Record::LostOffCpu(LostOffCpu {
+                time_ns: now,
+                count: lost_off_cpu - self.lost_off_cpu,
+            }))?;
+            self.lost_off_cpu = lost_off_cpu;
+        }
         self.writer.flush_block()?;
         Ok(())
     }
@@ -462,13 +559,18 @@ impl<W: Write> Recording<W> {
             samples: self.samples,
             lost: self.lost_total,
             lost_mappings: self.lost_mappings,
+            off_cpu_samples: self.off_cpu_samples,
+            lost_off_cpu: self.lost_off_cpu,
             bytes: self.writer.bytes_written(),
         }
     }
 
     /// Waits for the last names, writes them and the capture's end.
     fn finish(mut self, reason: StopReason) -> Result<(Summary, W), RecordError> {
+        let mut progress = self.progress();
         push_symbols(self.worker.finish(), &mut self.writer)?;
+        progress.elapsed = self.start.elapsed();
+        progress.bytes = self.writer.bytes_written();
         let norm = &self.norm;
         let summary = Summary {
             reason,
@@ -477,13 +579,7 @@ impl<W: Write> Recording<W> {
             stacks: norm.frames.stack_count(),
             frames: norm.frames.frame_count(),
             kallsyms_missing: norm.kallsyms_empty(),
-            progress: Progress {
-                elapsed: self.start.elapsed(),
-                samples: self.samples,
-                lost: self.lost_total,
-                lost_mappings: self.lost_mappings,
-                bytes: self.writer.bytes_written(),
-            },
+            progress,
         };
         let out = self.writer.finish(
             crate::session::wall_ns(),

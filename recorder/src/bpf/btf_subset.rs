@@ -3,7 +3,7 @@
 //!
 //! aya's loader relocates CO-RE accesses against a fully parsed kernel BTF: ~130,000 types
 //! turned into Rust values, ~30 ms of CPU and ~18 MB at the recorder's start, then a scan
-//! of all of them per relocated struct. The programs read eleven fields. Finding those
+//! of all of them per relocated struct. The programs read thirteen fields. Finding those
 //! fields' offsets in the raw BTF is one pass over the type headers without allocating,
 //! and relocating against a blob that holds only them gives the same offsets.
 //!
@@ -48,9 +48,13 @@ const KIND_ENUM64: u32 = 19;
 /// `signal` a pointer to `struct signal_struct` in every kernel with BTF; `live` is an
 /// `atomic_t`, whose `counter` is at offset 0; `mm` a pointer to `struct mm_struct`;
 /// `thread` an embedded `struct thread_struct`; `vm_start`, `vm_end`, `start_stack` and
-/// `fsbase` are `unsigned long`.
+/// `fsbase` are `unsigned long`; `flags` (read by `--off-cpu`) is an `unsigned int` and
+/// `start_time` a `u64`.
 const FIELDS: [(&str, &[&str]); 5] = [
-    ("task_struct", &["pid", "tgid", "signal", "mm", "thread"]),
+    (
+        "task_struct",
+        &["pid", "tgid", "signal", "mm", "thread", "flags", "start_time"],
+    ),
     ("signal_struct", &["live"]),
     ("vm_area_struct", &["vm_start", "vm_end"]),
     ("mm_struct", &["start_stack"]),
@@ -182,6 +186,8 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     let thread_at = byte_offset(task, 4, "task_struct.thread")?;
     let start_stack = byte_offset(mm, 0, "mm_struct.start_stack")?;
     let fsbase = byte_offset(thread, 0, "thread_struct.fsbase")?;
+    let flags = byte_offset(task, 5, "task_struct.flags")?;
+    let start_time = byte_offset(task, 6, "task_struct.start_time")?;
 
     let mut strings = Strings::default();
     let mut types = Vec::new();
@@ -201,14 +207,18 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     push_type(&mut types, 0, KIND_STRUCT, 1, 4);
     push_member(&mut types, strings.add("counter"), 1, 0);
     // [6] struct task_struct { pid_t pid; pid_t tgid; struct signal_struct *signal;
-    //     struct mm_struct *mm; struct thread_struct thread; }
+    //     struct mm_struct *mm; struct thread_struct thread; int flags;
+    //     unsigned long start_time; } (CO-RE takes any int for an int: the reads
+    //     are the BPF side's own sizes)
     let name = strings.add("task_struct");
-    push_type(&mut types, name, KIND_STRUCT, 5, task.size);
+    push_type(&mut types, name, KIND_STRUCT, 7, task.size);
     push_member(&mut types, strings.add("pid"), 1, pid);
     push_member(&mut types, strings.add("tgid"), 1, tgid);
     push_member(&mut types, strings.add("signal"), 3, signal_ptr);
     push_member(&mut types, strings.add("mm"), 10, mm_ptr);
     push_member(&mut types, strings.add("thread"), 11, thread_at);
+    push_member(&mut types, strings.add("flags"), 1, flags);
+    push_member(&mut types, strings.add("start_time"), 7, start_time);
     // [7] unsigned long
     push_type(&mut types, strings.add("long unsigned int"), KIND_INT, 0, 8);
     types.extend_from_slice(&64u32.to_ne_bytes()); // unsigned, 64 bits
@@ -546,15 +556,21 @@ mod tests {
         push_member(&mut types, strings.add("sigcnt"), 1, 0);
         push_member(&mut types, strings.add("live"), 1, 32);
         let flag = if kind_flag { 1u32 << 31 } else { 0 };
-        // Every task_struct here also has mm and thread (the tests vary the others).
-        let vlen = task_members.len() as u32 + 2;
+        // Every task_struct here also has mm, thread, flags and start_time (the tests
+        // vary the others).
+        let vlen = task_members.len() as u32 + 4;
         let name = strings.add("task_struct");
         types.extend_from_slice(&name.to_ne_bytes());
         types.extend_from_slice(&((KIND_STRUCT << 24) | flag | vlen).to_ne_bytes());
         types.extend_from_slice(&9000u32.to_ne_bytes());
         for &(m, off) in task_members
             .iter()
-            .chain(&[("mm", 1136 * 8), ("thread", 3088 * 8)])
+            .chain(&[
+                ("mm", 1136 * 8),
+                ("thread", 3088 * 8),
+                ("flags", 44 * 8),
+                ("start_time", 2800 * 8),
+            ])
         {
             push_member(&mut types, strings.add(m), 1, off);
         }
@@ -630,7 +646,9 @@ mod tests {
                 Some(2436 * 8),
                 Some(3000 * 8),
                 Some(1136 * 8),
-                Some(3088 * 8)
+                Some(3088 * 8),
+                Some(44 * 8),
+                Some(2800 * 8)
             ]
         );
         assert_eq!((found[1].size, offsets(&found[1])), (1024, vec![Some(32)]));
@@ -677,13 +695,15 @@ mod tests {
         push_member(&mut types, 0, depth + 1, 32);
         push_type(&mut types, strings.add("signal_struct"), KIND_STRUCT, 1, 64);
         push_member(&mut types, strings.add("live"), 1, 0);
-        push_type(&mut types, strings.add("task_struct"), KIND_STRUCT, 5, 256);
+        push_type(&mut types, strings.add("task_struct"), KIND_STRUCT, 7, 256);
         for (m, off) in [
             ("pid", 64),
             ("tgid", 96),
             ("signal", 128),
             ("mm", 192),
             ("thread", 256),
+            ("flags", 32),
+            ("start_time", 320),
         ] {
             push_member(&mut types, strings.add(m), 1, off);
         }

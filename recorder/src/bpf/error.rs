@@ -73,7 +73,7 @@ pub enum BpfError {
         reason: String,
     },
 
-    /// A fork/exec/exit program could not be attached.
+    /// A tracepoint program (fork/exec/exit, sched_switch) could not be attached.
     #[error("cannot attach BPF program `{program}` to tracepoint {tracepoint}: {reason}")]
     AttachTracepoint {
         /// Program name.
@@ -83,6 +83,7 @@ pub enum BpfError {
         /// Cause.
         reason: String,
     },
+
 
     /// The kernel's mapping events could not be opened.
     #[error(

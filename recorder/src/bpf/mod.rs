@@ -9,9 +9,11 @@ mod programs;
 pub mod raw;
 mod ring_size;
 mod sampler;
+pub mod thread_times;
 mod time_order;
 
 pub use error::BpfError;
-pub use raw::{RawError, RawEvent, RawSample, StackEnd, UserRegs, parse_event};
+pub use raw::{RawError, RawEvent, RawOffCpu, RawSample, StackEnd, UserRegs, parse_event};
+pub use thread_times::{RawThread, RawThreadTimes};
 pub use ring_size::ring_bytes_for;
 pub use sampler::{BpfSampler, EventSource, SamplerOptions};

@@ -24,6 +24,16 @@ pub(super) const TASK_PROGRAMS: [(&str, &str); 3] = [
     ("hs_exit", "sched_process_exit"),
 ];
 
+/// `--off-cpu`: (program, tracepoint) keeping each traced thread's times at every switch.
+pub(super) const SWITCH_PROGRAM: (&str, &str) = ("hs_switch", "sched_switch");
+/// `--off-cpu`: the program taking a due off-CPU sample's stack, frame pointers only.
+pub(super) const FP_OFF_CPU_PROGRAM: &str = "hs_off_cpu";
+/// `--off-cpu`: the same with the user registers and stack copy.
+pub(super) const STACK_OFF_CPU_PROGRAM: &str = "hs_off_cpu_stack";
+/// What the off-CPU sampler attaches to: the raw tracepoint at the end of `__schedule`,
+/// which a thread switched back in returns from (6.16+).
+pub(super) const SCHED_EXIT_TRACEPOINT: &str = "sched_exit_tp";
+
 /// Kernel-internal, but it does leak to user space from BPF paths.
 pub(super) const ENOTSUPP: i32 = 524;
 
@@ -148,6 +158,7 @@ impl LoadFailure {
             LoadFailure::Refused(FP_SAMPLE_PROGRAM, e) => {
                 program_error(FP_SAMPLE_PROGRAM, e, "perf_event BPF programs", "4.9")
             }
+            LoadFailure::Refused(STACK_OFF_CPU_PROGRAM, e) => stack_program_error(e),
             LoadFailure::Refused(program, e) => {
                 program_error(program, e, "raw tracepoint BPF programs", "4.17")
             }
@@ -156,16 +167,19 @@ impl LoadFailure {
     }
 }
 
-/// Loads the sampling program and the fork/exec/exit programs into the kernel.
+/// Loads the sampling program, the fork/exec/exit programs and, with `off_cpu_program`
+/// (`--off-cpu`), the switch programs into the kernel.
 pub(super) fn load_programs(
     ebpf: &mut Ebpf,
     sample_program: &'static str,
+    off_cpu_program: Option<&'static str>,
 ) -> Result<(), LoadFailure> {
     perf_program(ebpf, sample_program)
         .map_err(LoadFailure::Other)?
         .load()
         .map_err(|e| LoadFailure::Refused(sample_program, e))?;
-    for (program, _) in TASK_PROGRAMS {
+    let off_cpu = off_cpu_program.into_iter().flat_map(|p| [SWITCH_PROGRAM.0, p]);
+    for program in TASK_PROGRAMS.map(|(p, _)| p).into_iter().chain(off_cpu) {
         tracepoint_program(ebpf, program)
             .map_err(LoadFailure::Other)?
             .load()

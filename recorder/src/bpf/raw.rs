@@ -1,7 +1,9 @@
 //! Decoding of the records the BPF program writes into its ring buffer (layout: `ebpf/sample.h`).
 
+use hotspot_format::ThreadState;
 use zerocopy::{FromBytes, Immutable, KnownLayout};
 
+use super::thread_times::{RawThread, ThreadTimesError, off_cpu_state};
 use crate::proc_maps::Mapping;
 
 /// Most user frames one sample can carry (`HS_MAX_USER_FRAMES`).
@@ -19,6 +21,11 @@ const KIND_SAMPLE: u32 = 1;
 const KIND_FORK: u32 = 2;
 const KIND_EXEC: u32 = 3;
 const KIND_EXIT: u32 = 4;
+const KIND_OFF_CPU: u32 = 5;
+const KIND_THREAD_TIMES: u32 = 6;
+
+/// Size of `struct hs_off_cpu`, the tail of an off-CPU record.
+pub const OFF_CPU_TAIL_SIZE: usize = 8;
 
 const FRAME_SIZE: usize = size_of::<u64>();
 
@@ -83,6 +90,16 @@ const _: () = assert!(size_of::<RawUserRegs>() == USER_REGS_SIZE);
 pub enum RawEvent {
     /// A timer tick that interrupted a traced thread.
     Sample(RawSample),
+    /// `--off-cpu`: a traced thread came back on the CPU after enough blocked time to
+    /// make an off-CPU sample due.
+    OffCpu(RawOffCpu),
+    /// `--off-cpu`: a traced thread's exact times, written at its exit (`times.last_ns`).
+    ThreadTimes {
+        /// The thread.
+        tid: u32,
+        /// As the kernel kept them (see [`RawThread::closed_at`]).
+        times: RawThread,
+    },
     /// A traced process created a process that is now traced too.
     Fork {
         /// When the fork happened (`CLOCK_MONOTONIC` ns).
@@ -133,6 +150,8 @@ impl RawEvent {
     pub fn time_ns(&self) -> u64 {
         match self {
             RawEvent::Sample(s) => s.time_ns,
+            RawEvent::OffCpu(o) => o.sample.time_ns,
+            RawEvent::ThreadTimes { times, .. } => times.last_ns,
             RawEvent::Fork { time_ns, .. }
             | RawEvent::Exec { time_ns, .. }
             | RawEvent::Exit { time_ns, .. }
@@ -172,6 +191,18 @@ pub struct RawSample {
     /// frame-pointer mode (nothing is copied) and [`StackEnd::NoVma`] for a task with
     /// no user context.
     pub stack_end: StackEnd,
+}
+
+/// An off-CPU sample: the stack a thread blocked in, taken as it came back on the CPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawOffCpu {
+    /// `time_ns` is when the thread was switched back in; `regs` are the ones it saved
+    /// entering the kernel, `kernel` the path it blocked in.
+    pub sample: RawSample,
+    /// The periods of blocked time this sample stands for (at least 1).
+    pub periods: u32,
+    /// The thread's state when it left the CPU for this wait.
+    pub state: ThreadState,
 }
 
 /// The user registers an unwinder starts from.
@@ -253,6 +284,17 @@ pub enum RawError {
         /// The claimed stack length.
         stack_len: u32,
     },
+    /// An off-CPU tail the program never writes: no periods, or not a waiting state.
+    #[error("BPF off-CPU sample has {periods} periods and state {state}")]
+    BadOffCpu {
+        /// Its periods.
+        periods: u32,
+        /// Its state code.
+        state: u32,
+    },
+    /// A thread-times record that does not decode.
+    #[error(transparent)]
+    ThreadTimes(#[from] ThreadTimesError),
     /// The length does not match what the header announces.
     #[error("BPF record is {len} bytes but its header announces {expected}")]
     LengthMismatch {
@@ -271,6 +313,11 @@ pub fn parse_event(bytes: &[u8]) -> Result<RawEvent, RawError> {
         RawHeader::read_from_prefix(bytes).map_err(|_| RawError::TooShort { len: bytes.len() })?;
     match header.kind {
         KIND_SAMPLE => parse_sample(&header, rest, bytes.len()).map(RawEvent::Sample),
+        KIND_OFF_CPU => parse_off_cpu(&header, rest, bytes.len()).map(RawEvent::OffCpu),
+        KIND_THREAD_TIMES => Ok(RawEvent::ThreadTimes {
+            tid: header.tid,
+            times: RawThread::parse(rest)?,
+        }),
         KIND_FORK | KIND_EXEC | KIND_EXIT => {
             // Task events are header-only; extra bytes mean the layouts disagree.
             if !rest.is_empty() {
@@ -298,6 +345,28 @@ pub fn parse_event(bytes: &[u8]) -> Result<RawEvent, RawError> {
         }
         other => Err(RawError::UnknownKind(other)),
     }
+}
+
+/// A sample record with the off-CPU tail after its last byte.
+fn parse_off_cpu(header: &RawHeader, rest: &[u8], len: usize) -> Result<RawOffCpu, RawError> {
+    let Some(cut) = rest.len().checked_sub(OFF_CPU_TAIL_SIZE) else {
+        return Err(RawError::NoRegisters { len });
+    };
+    let (body, tail) = rest.split_at(cut);
+    let word = |at: usize| u32::from_ne_bytes([tail[at], tail[at + 1], tail[at + 2], tail[at + 3]]);
+    let (periods, code) = (word(0), word(4));
+    let state = off_cpu_state(code)
+        .filter(|_| periods > 0)
+        .ok_or(RawError::BadOffCpu {
+            periods,
+            state: code,
+        })?;
+    let sample = parse_sample(header, body, len - OFF_CPU_TAIL_SIZE)?;
+    Ok(RawOffCpu {
+        sample,
+        periods,
+        state,
+    })
 }
 
 fn parse_sample(header: &RawHeader, rest: &[u8], len: usize) -> Result<RawSample, RawError> {

@@ -1,7 +1,9 @@
 //! How big the ring buffer is: sized from the sampling rate, the CPUs and the bytes a
 //! typical sample takes, measured rather than for the worst case.
 
-use super::raw::{HEADER_SIZE, MAX_KERNEL_FRAMES, MAX_USER_FRAMES, USER_REGS_SIZE};
+use super::raw::{
+    HEADER_SIZE, MAX_KERNEL_FRAMES, MAX_USER_FRAMES, OFF_CPU_TAIL_SIZE, USER_REGS_SIZE,
+};
 
 /// Bytes of a sample record beside its stack copy: header, registers and frames, at the
 /// 64 frames of a typical walk.
@@ -18,9 +20,12 @@ const TYPICAL_STACK_BYTES: u64 = 2 << 10;
 const STACK_RING_FLOOR: u64 = 2 << 20;
 
 /// The largest record the BPF program writes with `stack_cap`: every frame and a full
-/// copy.
+/// copy, and an off-CPU sample's tail.
 pub fn max_record_bytes(stack_cap: u32) -> u32 {
-    ((HEADER_SIZE + USER_REGS_SIZE + (MAX_USER_FRAMES + MAX_KERNEL_FRAMES) * 8) as u32)
+    ((HEADER_SIZE
+        + USER_REGS_SIZE
+        + (MAX_USER_FRAMES + MAX_KERNEL_FRAMES) * 8
+        + OFF_CPU_TAIL_SIZE) as u32)
         .saturating_add(stack_cap)
 }
 

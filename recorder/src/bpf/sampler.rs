@@ -4,7 +4,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
-use aya::maps::{HashMap, MapData, MapError, PerCpuArray, RingBuf};
+use aya::maps::{Array, HashMap, MapData, MapError, PerCpuArray, RingBuf};
 use aya::programs::perf_event::{
     PerfEventConfig, PerfEventLinkId, PerfEventScope, SamplePolicy, SoftwareEvent,
 };
@@ -18,10 +18,13 @@ use super::error::{BpfError, chain, kernel_release};
 use super::mapping_events::MappingEvents;
 use super::perf_records::PerfRecord;
 use super::programs::{
-    FP_SAMPLE_PROGRAM, LoadFailure, STACK_SAMPLE_PROGRAM, TASK_PROGRAMS, attach_reason, load_error,
-    load_kernel_symbols, load_programs, map_error, perf_program, take_map, tracepoint_program,
+    FP_OFF_CPU_PROGRAM, FP_SAMPLE_PROGRAM, LoadFailure, SCHED_EXIT_TRACEPOINT,
+    STACK_OFF_CPU_PROGRAM, STACK_SAMPLE_PROGRAM, SWITCH_PROGRAM, TASK_PROGRAMS, attach_reason,
+    load_error, load_kernel_symbols, load_programs, map_error, perf_program, take_map,
+    tracepoint_program,
 };
 use super::raw::{HEADER_SIZE, MAX_STACK, RawEvent, parse_event};
+use super::thread_times::{RawThread, THREAD_SIZE};
 use super::ring_size::max_record_bytes;
 use super::time_order::{self, TimeOrder};
 use crate::kernel_names::BpfKernelSymbols;
@@ -29,12 +32,18 @@ use crate::kernel_names::BpfKernelSymbols;
 /// Built by `tools/build-bpf`; committed so that building the recorder needs no clang.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../ebpf/hotspot.bpf.o");
 
-/// Its per-CPU scratch, sized by the loader.
+/// Its per-CPU scratch, sized by the loader, and the off-CPU sampler's.
 const STACK_SCRATCH_MAP: &str = "stack_scratch";
+const OFF_STACK_SCRATCH_MAP: &str = "off_stack_scratch";
 
 // Indices into the `lost` per-CPU array (HS_LOST_* in ebpf/sample.h).
 const LOST_SAMPLES: u32 = 0;
 const LOST_TASK_EVENTS: u32 = 1;
+const LOST_OFF_CPU: u32 = 2;
+
+/// `--off-cpu`: most threads the kernel keeps times for at once (a preallocated hash of
+/// ~100 bytes an entry, ~3 MiB); a thread past it is counted lost at each switch.
+const THREADS_MAX: u32 = 32768;
 
 /// How to sample. Everything here is fixed once [`BpfSampler::load`] returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +65,11 @@ pub struct SamplerOptions {
     /// no registers, no copy, only the kernel's frame-pointer walk (the program every
     /// kernel from 5.8 runs; the copying one needs 5.17).
     pub stack_cap: u32,
+    /// Also record off-CPU time (`--off-cpu`): every traced thread's exact times at
+    /// each context switch, and a sample of the stack it blocked in each time its
+    /// blocked time crosses a period (1 / `freq_hz`). Needs 5.18 (sched_switch's
+    /// `prev_state`).
+    pub off_cpu: bool,
 }
 
 impl Default for SamplerOptions {
@@ -68,6 +82,7 @@ impl Default for SamplerOptions {
             self_tgid: std::process::id(),
             ring_bytes: 8 << 20,
             stack_cap: MAX_STACK as u32,
+            off_cpu: false,
         }
     }
 }
@@ -90,6 +105,21 @@ pub trait EventSource {
     /// Mapping events the kernel dropped, cumulative since start.
     fn lost_mapping_events(&mut self) -> u64 {
         0
+    }
+    /// `--off-cpu`: off-CPU samples and thread-times records the kernel dropped, summed
+    /// over CPUs, cumulative since start.
+    fn lost_off_cpu(&mut self) -> Result<u64, BpfError> {
+        Ok(0)
+    }
+    /// `--off-cpu`: when the kernel stopped accounting thread times (monotonic ns; set by
+    /// [`EventSource::stop_sampling`]).
+    fn accounting_end(&self) -> Option<u64> {
+        None
+    }
+    /// `--off-cpu`: the times of the threads still alive (tid, times as the kernel kept
+    /// them), taken out of the kernel: call once, after `stop_sampling`.
+    fn take_thread_times(&mut self) -> Result<Vec<(u32, RawThread)>, BpfError> {
+        Ok(Vec::new())
     }
 }
 
@@ -119,6 +149,26 @@ pub struct BpfSampler {
     /// Both streams, merged into one time order.
     order: TimeOrder,
     perf_records: Vec<PerfRecord>,
+    /// `--off-cpu`: the kprobe program loaded ([`FP_OFF_CPU_PROGRAM`] or
+    /// [`STACK_OFF_CPU_PROGRAM`]), and its maps.
+    off_cpu_program: Option<&'static str>,
+    off_cpu_maps: Option<OffCpuMaps>,
+    /// The switch programs' links while attached.
+    switch_links: Option<SwitchLinks>,
+    /// Set by [`BpfSampler::set_session_start`]; else when `start` ran.
+    session_start_ns: Option<u64>,
+    accounting_end_ns: Option<u64>,
+}
+
+/// `--off-cpu`'s maps.
+struct OffCpuMaps {
+    threads: HashMap<MapData, u32, [u8; THREAD_SIZE]>,
+    session: Array<MapData, u64>,
+}
+
+struct SwitchLinks {
+    switch: RawTracePointLinkId,
+    off_cpu: RawTracePointLinkId,
 }
 
 impl std::fmt::Debug for BpfSampler {
@@ -166,13 +216,24 @@ impl BpfSampler {
         // the subset fail, the loader parses the kernel's BTF itself, as it does by
         // default. Either way there is one source: the task programs are raw
         // tracepoints, which attach by name, not by BTF id as tp_btf ones would.
+        let off_cpu = u8::from(opts.off_cpu);
+        let period_ns = 1_000_000_000 / opts.freq_hz;
         let globals = Globals {
             all_processes: &all_processes,
             follow_children: &follow_children,
             self_tgid: &opts.self_tgid,
             stack_cap: &opts.stack_cap,
+            off_cpu: &off_cpu,
+            period_ns: &period_ns,
             ring_bytes: opts.ring_bytes,
             stack_scratch_entries,
+            off_stack_scratch_entries: if opts.off_cpu {
+                stack_scratch_entries
+            } else {
+                1
+            },
+            // Without --off-cpu the map is never used: one entry, not ~3 MiB.
+            threads_entries: if opts.off_cpu { THREADS_MAX } else { 1 },
         };
         let subset = btf_subset::read(kernel_btf).ok();
         let loaded = match &subset {
@@ -192,20 +253,22 @@ impl BpfSampler {
             Err(e) => return Err(load_error(e)),
         };
 
-        let sample_program = if opts.stack_cap == 0 {
-            FP_SAMPLE_PROGRAM
+        let (sample_program, off_cpu_program) = if opts.stack_cap == 0 {
+            (FP_SAMPLE_PROGRAM, FP_OFF_CPU_PROGRAM)
         } else {
-            STACK_SAMPLE_PROGRAM
+            (STACK_SAMPLE_PROGRAM, STACK_OFF_CPU_PROGRAM)
         };
+        let off_cpu_program = opts.off_cpu.then_some(off_cpu_program);
+        let off_cpu = off_cpu_program;
         // aya does not fail the object's load on a CO-RE field it cannot find: it
         // poisons the instruction, and the verifier then refuses the program. A subset
         // that lacks a field the programs read is such a case: parse the whole BTF.
-        let mut loaded = load_programs(&mut ebpf, sample_program);
+        let mut loaded = load_programs(&mut ebpf, sample_program, off_cpu);
         let mut btf_subset = btf_subset;
         if btf_subset && matches!(&loaded, Err(f) if f.poisoned_relocation()) {
             ebpf = load_object(&mut EbpfLoader::new(), &globals).map_err(load_error)?;
             btf_subset = false;
-            loaded = load_programs(&mut ebpf, sample_program);
+            loaded = load_programs(&mut ebpf, sample_program, off_cpu);
         }
         loaded.map_err(LoadFailure::into_error)?;
         // Optional: without it (bpf_snprintf needs 5.13) kernel frames are named from
@@ -219,6 +282,15 @@ impl BpfSampler {
         let lost = PerCpuArray::try_from(take_map(&mut ebpf, "lost")?)
             .map_err(|e| map_error("lost", "open", &e))?;
         let epoll = epoll_for(&events).map_err(BpfError::Poll)?;
+        let off_cpu_maps = match off_cpu_program {
+            Some(_) => Some(OffCpuMaps {
+                threads: HashMap::try_from(take_map(&mut ebpf, "threads")?)
+                    .map_err(|e| map_error("threads", "open", &e))?,
+                session: Array::try_from(take_map(&mut ebpf, "session")?)
+                    .map_err(|e| map_error("session", "open", &e))?,
+            }),
+            None => None,
+        };
 
         Ok(Self {
             ebpf,
@@ -237,7 +309,18 @@ impl BpfSampler {
             mapping_events: None,
             order: TimeOrder::default(),
             perf_records: Vec::new(),
+            off_cpu_program,
+            off_cpu_maps,
+            switch_links: None,
+            session_start_ns: None,
+            accounting_end_ns: None,
         })
+    }
+
+    /// `--off-cpu`: the monotonic ns to account threads from (a thread already running
+    /// or blocked is accounted from here): the session header's start. Before `start`.
+    pub fn set_session_start(&mut self, ns: u64) {
+        self.session_start_ns = Some(ns);
     }
 
     /// Attaches the perf_event program on every online CPU and the tracepoints.
@@ -265,6 +348,7 @@ impl BpfSampler {
                     let _ = prog.detach(link);
                 }
             }
+            let _ = self.detach_switch();
         }
         result?;
         self.cpu_links = cpu_links;
@@ -300,6 +384,9 @@ impl BpfSampler {
                 })?;
             tracepoint_links.push((program, link));
         }
+        if self.off_cpu_program.is_some() {
+            self.attach_switch()?;
+        }
 
         let freq_hz = self.freq_hz;
         let prog = perf_program(&mut self.ebpf, self.sample_program)?;
@@ -318,6 +405,87 @@ impl BpfSampler {
             cpu_links.push(link);
         }
         Ok(())
+    }
+
+    /// `--off-cpu`: writes the session start, then attaches the off-CPU sampler before the
+    /// switch program (a sample the switch program makes due is then always taken).
+    fn attach_switch(&mut self) -> Result<(), BpfError> {
+        let Some(program) = self.off_cpu_program else {
+            return Ok(());
+        };
+        let start = self
+            .session_start_ns
+            .unwrap_or_else(crate::session::monotonic_ns);
+        if let Some(maps) = &mut self.off_cpu_maps {
+            maps.session
+                .set(0, start, 0)
+                .map_err(|e| map_error("session", "write", &e))?;
+        }
+        let off_cpu = tracepoint_program(&mut self.ebpf, program)?
+            .attach(SCHED_EXIT_TRACEPOINT)
+            .map_err(|e| BpfError::AttachTracepoint {
+                program,
+                tracepoint: SCHED_EXIT_TRACEPOINT,
+                reason: format!("{} (--off-cpu needs Linux 6.16)", chain(&e)),
+            })?;
+        let (switch_program, tracepoint) = SWITCH_PROGRAM;
+        let attached = tracepoint_program(&mut self.ebpf, switch_program)
+            .and_then(|p| {
+                p.attach(tracepoint).map_err(|e| BpfError::AttachTracepoint {
+                    program: switch_program,
+                    tracepoint,
+                    reason: format!("{} (--off-cpu needs Linux 5.18)", chain(&e)),
+                })
+            });
+        match attached {
+            Ok(switch) => {
+                self.switch_links = Some(SwitchLinks { switch, off_cpu });
+                Ok(())
+            }
+            Err(e) => {
+                if let Ok(p) = tracepoint_program(&mut self.ebpf, program) {
+                    let _ = p.detach(off_cpu);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Detaches the switch programs, if attached: thread times stop moving.
+    fn detach_switch(&mut self) -> Result<(), BpfError> {
+        let (Some(links), Some(program)) = (self.switch_links.take(), self.off_cpu_program) else {
+            return Ok(());
+        };
+        let switch = tracepoint_program(&mut self.ebpf, SWITCH_PROGRAM.0)?
+            .detach(links.switch)
+            .map_err(|e| BpfError::Detach { reason: chain(&e) });
+        let off_cpu = tracepoint_program(&mut self.ebpf, program)?
+            .detach(links.off_cpu)
+            .map_err(|e| BpfError::Detach { reason: chain(&e) });
+        self.accounting_end_ns = Some(crate::session::monotonic_ns());
+        switch.and(off_cpu)
+    }
+
+    /// `--off-cpu`: the switch programs' run time and runs (sched_switch, sched_exit_tp),
+    /// while the kernel kept statistics (see [`BpfSampler::sample_program_run_time`]).
+    pub fn off_cpu_run_times(&mut self) -> Result<Option<[(Duration, u64); 2]>, BpfError> {
+        let Some(program) = self.off_cpu_program else {
+            return Ok(None);
+        };
+        let info = |e: Result<aya::programs::ProgramInfo, aya::programs::ProgramError>,
+                    program| {
+            e.map(|i| (i.run_time(), i.run_count()))
+                .map_err(|e| BpfError::ProgramLoad {
+                    program,
+                    reason: chain(&e),
+                })
+        };
+        let switch = info(
+            tracepoint_program(&mut self.ebpf, SWITCH_PROGRAM.0)?.info(),
+            SWITCH_PROGRAM.0,
+        )?;
+        let off_cpu = info(tracepoint_program(&mut self.ebpf, program)?.info(), program)?;
+        Ok(Some([switch, off_cpu]))
     }
 
     /// Fork/exec/exit records the kernel dropped (ring full) plus children it could not
@@ -507,16 +675,50 @@ impl EventSource for BpfSampler {
     }
 
     fn stop_sampling(&mut self) -> Result<(), BpfError> {
+        let switch = self.detach_switch();
         let links = std::mem::take(&mut self.cpu_links);
-        if links.is_empty() {
-            return Ok(());
+        if !links.is_empty() {
+            let prog = perf_program(&mut self.ebpf, self.sample_program)?;
+            for link in links {
+                prog.detach(link)
+                    .map_err(|e| BpfError::Detach { reason: chain(&e) })?;
+            }
         }
-        let prog = perf_program(&mut self.ebpf, self.sample_program)?;
-        for link in links {
-            prog.detach(link)
-                .map_err(|e| BpfError::Detach { reason: chain(&e) })?;
+        switch
+    }
+
+    fn lost_off_cpu(&mut self) -> Result<u64, BpfError> {
+        Ok(self.read_lost(LOST_OFF_CPU)?.iter().sum())
+    }
+
+    fn accounting_end(&self) -> Option<u64> {
+        self.accounting_end_ns
+    }
+
+    fn take_thread_times(&mut self) -> Result<Vec<(u32, RawThread)>, BpfError> {
+        let Some(maps) = &mut self.off_cpu_maps else {
+            return Ok(Vec::new());
+        };
+        let tids = maps
+            .threads
+            .keys()
+            .collect::<Result<Vec<u32>, MapError>>()
+            .map_err(|e| map_error("threads", "list", &e))?;
+        let mut out = Vec::with_capacity(tids.len());
+        for tid in tids {
+            // Taken out, so that an exit from now on writes no second record of it.
+            let Ok(value) = maps.threads.get(&tid, 0) else {
+                continue; // it exited meanwhile: its exit record has it
+            };
+            if maps.threads.remove(&tid).is_err() {
+                continue;
+            }
+            match RawThread::parse(&value) {
+                Ok(t) => out.push((tid, t)),
+                Err(_) => self.malformed += 1,
+            }
         }
-        Ok(())
+        Ok(out)
     }
 }
 
@@ -526,8 +728,12 @@ struct Globals<'a> {
     follow_children: &'a u8,
     self_tgid: &'a u32,
     stack_cap: &'a u32,
+    off_cpu: &'a u8,
+    period_ns: &'a u64,
     ring_bytes: u32,
     stack_scratch_entries: u32,
+    off_stack_scratch_entries: u32,
+    threads_entries: u32,
 }
 
 fn load_object<'a>(loader: &mut EbpfLoader<'a>, g: &Globals<'a>) -> Result<Ebpf, EbpfError> {
@@ -536,8 +742,12 @@ fn load_object<'a>(loader: &mut EbpfLoader<'a>, g: &Globals<'a>) -> Result<Ebpf,
         .override_global("follow_children", g.follow_children, true)
         .override_global("self_tgid", g.self_tgid, true)
         .override_global("stack_cap", g.stack_cap, true)
+        .override_global("off_cpu", g.off_cpu, true)
+        .override_global("period_ns", g.period_ns, true)
         .map_max_entries("events", g.ring_bytes)
         .map_max_entries(STACK_SCRATCH_MAP, g.stack_scratch_entries)
+        .map_max_entries(OFF_STACK_SCRATCH_MAP, g.off_stack_scratch_entries)
+        .map_max_entries("threads", g.threads_entries)
         .load(OBJECT)
 }
 
@@ -674,7 +884,7 @@ mod tests {
             validate(&page_ring(65536)),
             Err(BpfError::InvalidOptions(m)) if m.contains("stack_cap 65536")
         ));
-        assert_eq!(max_record_bytes(0), 48 + 48 + 254 * 8);
-        assert_eq!(max_record_bytes(65536), 48 + 48 + 254 * 8 + 65536);
+        assert_eq!(max_record_bytes(0), 48 + 48 + 254 * 8 + 8);
+        assert_eq!(max_record_bytes(65536), 48 + 48 + 254 * 8 + 8 + 65536);
     }
 }
