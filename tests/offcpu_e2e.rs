@@ -232,18 +232,24 @@ fn cpu_and_run_queue_match_schedstat() {
                 line.run_ns as f64,
                 0.02,
                 500_000.0 + rec.steal_ns as f64,
-                &format!("{} {}: on-CPU vs schedstat run time", rec.prog, line.name),
+                &format!(
+                    "{} {}: on-CPU vs schedstat run time ({t:?}; schedstat wait {} ns)",
+                    rec.prog, line.name, line.wait_ns
+                ),
             );
             // schedstat's wait also holds the run-queue delay after each wake-up, which
             // the contract counts in the state the thread left in (S or D): R can only
             // be below it.
             assert!(
                 t.runnable_ns as f64 <= 1.02 * line.wait_ns as f64 + 500_000.0,
-                "{} {}: R {} ns above schedstat wait {} ns",
+                "{} {}: R {} ns above schedstat wait {} ns ({t:?}; schedstat run {} ns; \
+                 samples: {})",
                 rec.prog,
                 line.name,
                 t.runnable_ns,
-                line.wait_ns
+                line.wait_ns,
+                line.run_ns,
+                Usage::of(&rec.capture, line.tid)
             );
         }
     }

@@ -238,8 +238,8 @@ pub fn report(capture: &Path, args: &[&str]) -> Vec<u8> {
 
 /// The CPU reports of two recordings of the same deterministic workload (split7030: 70%
 /// of its iterations in hot_leaf, 30% in cold_leaf) have the same shape: the same
-/// functions above 5% self, in the same order, each share within 5 points, and about
-/// the same number of samples.
+/// functions above 5% self, in the same order, each share within three standard errors
+/// of the difference of two independent shares of that many samples.
 pub fn same_shape(a: &Recorded, b: &Recorded) {
     let json = |r: &Recorded| -> serde_json::Value {
         serde_json::from_slice(&report(&r.path, &["--format", "json"])).expect("report JSON")
@@ -271,16 +271,20 @@ pub fn same_shape(a: &Recorded, b: &Recorded) {
         ["hot_leaf", "cold_leaf"],
         "unexpected top functions"
     );
-    // ~1500 samples each: a share's standard error is sqrt(0.21/1500) = 1.2 points, the
-    // difference of two independent ones 1.7; 5 points is three of those.
-    for ((name, pa), (_, pb)) in ta.iter().zip(&tb) {
-        assert!(
-            (pa - pb).abs() <= 5.0,
-            "{name}: {pa}% with --off-cpu, {pb}% without"
-        );
-    }
     let samples = |j: &serde_json::Value| j["totals"]["samples"].as_f64().unwrap_or(0.0);
     let (na, nb) = (samples(&ja), samples(&jb));
-    // The same 3 s of one busy thread at 499 Hz: record_e2e's 1500 ± 10% on each.
-    assert_close(na, nb, 0.2, 0.0, "CPU samples with and without --off-cpu");
+    // How many samples each gets depends on the machine's other work (split7030 runs at
+    // nice 0: measured here 593 and 1003 in two 3 s runs on a busy VM, 1500 on an idle
+    // one), so the counts are not compared; 400 each (as record_e2e asks) keeps the
+    // tolerance below under 10 points.
+    assert!(na >= 400.0 && nb >= 400.0, "too few samples: {na}, {nb}");
+    for ((name, pa), (_, pb)) in ta.iter().zip(&tb) {
+        let p = (pa * na + pb * nb) / (na + nb) / 100.0;
+        let se = (p * (1.0 - p) * (1.0 / na + 1.0 / nb)).sqrt() * 100.0;
+        assert!(
+            (pa - pb).abs() <= 3.0 * se,
+            "{name}: {pa}% with --off-cpu ({na} samples), {pb}% without ({nb}): more than \
+             3 standard errors ({se:.2} points) apart"
+        );
+    }
 }
