@@ -98,10 +98,11 @@ def offcputime_bin() -> str | None:
 
 def offcputime_works(exe: str) -> str | None:
     """None if `offcputime 1` runs here, else its first error line."""
-    r = subprocess.run([exe, "1"], text=True, capture_output=True, timeout=60)
+    r = subprocess.run([exe, "1"], text=True, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=60)
     if r.returncode == 0:
         return None
-    lines = [l for l in (r.stderr or r.stdout).splitlines() if l.strip()]
+    lines = [l.strip() for l in r.stdout.splitlines() if l.strip()]
     telling = [l for l in lines if "kernel headers" in l or "rror" in l]
     return (telling or lines or [f"exit status {r.returncode}"])[0]
 
@@ -123,9 +124,12 @@ def one_run(h, tool: str, fx, d: Path, secs: float, cpu: int, steps: int, res: d
     # Every tool alike: the recorder and its target (offcputime: each) in a scheduling
     # group of their own at nice -20, so their figures are theirs, not the neighbours'.
     argv = own_group(argv)
-    res["commands"].setdefault(tool, argv if tool != "offcputime" else
-                               [res["offcputime"], "-p", "PID", f"{secs + 3:g}",
-                                "  # PID:", *argv])
+    if tool == "offcputime":
+        res["commands"].setdefault("offcputime", [res["offcputime"], "-p", "PID",
+                                                  f"{secs + 3:g}", "  # SIGINT at the end"])
+        res["commands"].setdefault("offcputime's target (PID)", argv)
+    else:
+        res["commands"].setdefault(tool, argv)
     if tool == "offcputime":
         # The shell is started by measure(); offcputime attaches to it from on_poll.
         def on_poll(pid, now):
@@ -170,6 +174,12 @@ def one_run(h, tool: str, fx, d: Path, secs: float, cpu: int, steps: int, res: d
         row["bytes"] = cap.stat().st_size
         info = h.hotspot_info(cap)
         row["lost"] = {k: v for k, v in info.get("counts", {}).items() if "lost" in k}
+        # Until `info --json` counts lost off-CPU records itself: a LostOffCpu record is
+        # only written when the kernel dropped some (each counts at least one).
+        size = info.get("size") or {}
+        kinds = {x["kind"]: x.get("records", 0) for x in size.get("records", [])}
+        if "lost_off_cpu" not in row["lost"]:
+            row["lost"]["LostOffCpu records"] = kinds.get("LostOffCpu", 0)
         row["samples"] = info.get("counts", {}).get("samples")
     elif tool == "offcputime":
         row["recorder_cpu"] = extra_cpu
@@ -340,7 +350,10 @@ def details(w, s9, h) -> None:
       "traced or not). Every run (the recorder with its target; offcputime and the target "
       "each) is in a session whose scheduling group is at nice -20 (`setsid`, "
       "`/proc/self/autogroup`: with autogroups a nice value only counts within a "
-      "session), so the machine's other work hardly preempts it. Bytes = the capture "
+      "session), so the machine's other work hardly preempts it. Lost = every `lost*` count of "
+      "`hotspot info --json` (CPU samples, mapping events) plus, for off-CPU records, the "
+      "number of `LostOffCpu` records (each stands for at least one record the kernel had "
+      "no ring room for). Bytes = the capture "
       "(hotspot) or the printed report (offcputime), per second of the target's run.\n")
     why = s9.get("offcputime_error")
     if why or not s9.get("offcputime"):
