@@ -139,7 +139,9 @@ _Static_assert(sizeof(struct hs_user_regs) == 48, "raw.rs expects 48-byte regist
 /* Off-CPU samples and thread-times records the ring had no room for, and
  * switches of threads the `threads` map had no room for. */
 #define HS_LOST_OFF_CPU 2
-#define HS_LOST_NR 3
+/* Switches out of a thread whose switch back in was not seen (see switched_out). */
+#define HS_LOST_SWITCHES 3
+#define HS_LOST_NR 4
 
 /*
  * A thread's state while off the CPU, as the capture's state column codes it:

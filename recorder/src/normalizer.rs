@@ -63,6 +63,8 @@ pub struct Normalizer {
     kallsyms: KernelSymbols,
     /// Kernel address → frame, so repeated kernel addresses skip the symbol lookup.
     kernel_cache: HashMap<u64, FrameId>,
+    /// Kernel address → whether it is in the tracing machinery (see [`Self::tracing_frames`]).
+    tracing_cache: HashMap<u64, bool>,
     kernel_build_ids: HashMap<Option<String>, Vec<u8>>,
     sys_root: PathBuf,
     pending: Vec<SymbolRequest>,
@@ -84,6 +86,7 @@ impl Normalizer {
             files: ModuleFiles::default(),
             kallsyms,
             kernel_cache: HashMap::default(),
+            tracing_cache: HashMap::default(),
             kernel_build_ids: HashMap::default(),
             sys_root: sys_root.into(),
             pending: Vec::new(),
@@ -92,6 +95,25 @@ impl Normalizer {
             marker_frames: HashMap::default(),
             scratch: Vec::new(),
         }
+    }
+
+    /// How many leading frames of an off-CPU sample's kernel stack are the tracing
+    /// machinery that took it (the BPF program, `bpf_trace_run1`, a `__bpf_trace_*` stub)
+    /// rather than the path the thread blocked in: a raw tracepoint's stack starts where
+    /// the program runs, a tick's where it interrupted.
+    pub fn tracing_frames(&mut self, kernel: &[u64]) -> usize {
+        let kallsyms = &mut self.kallsyms;
+        let cache = &mut self.tracing_cache;
+        kernel
+            .iter()
+            .take_while(|&&addr| {
+                *cache.entry(addr).or_insert_with(|| {
+                    kallsyms
+                        .resolve(addr)
+                        .is_some_and(|k| is_tracing_function(&k.name))
+                })
+            })
+            .count()
     }
 
     /// User frames created since the last call, to be symbolised.
@@ -417,6 +439,11 @@ impl Normalizer {
     pub fn read_kallsyms_now(&mut self) {
         self.kallsyms.read_now();
     }
+}
+
+/// The functions a BPF program attached to a raw tracepoint runs under.
+fn is_tracing_function(name: &str) -> bool {
+    name.starts_with("bpf_prog_") || name.starts_with("bpf_trace_run") || name.starts_with("__bpf_trace_")
 }
 
 fn read_notes(path: &Path) -> Option<Vec<u8>> {

@@ -383,9 +383,13 @@ impl<W: Write> Recording<W> {
             writer.push(Record::Thread(t))?;
         }
         self.frames.clear();
+        let kernel = match class {
+            SampleClass::OnCpu => &s.kernel[..],
+            SampleClass::OffCpu { .. } => &s.kernel[norm.tracing_frames(&s.kernel)..],
+        };
         norm.stack(
             s.pid,
-            &s.kernel,
+            kernel,
             user_part(s),
             s.time_ns,
             writer,

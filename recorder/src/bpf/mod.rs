@@ -16,4 +16,4 @@ pub use error::BpfError;
 pub use raw::{RawError, RawEvent, RawOffCpu, RawSample, StackEnd, UserRegs, parse_event};
 pub use thread_times::{RawThread, RawThreadTimes};
 pub use ring_size::ring_bytes_for;
-pub use sampler::{BpfSampler, EventSource, SamplerOptions};
+pub use sampler::{BpfSampler, EventSource, ProgramStats, SamplerOptions};

@@ -17,6 +17,7 @@ use hotspot_recorder::bpf::{
     ring_bytes_for,
 };
 
+mod off_cpu;
 mod stacks;
 mod support;
 
