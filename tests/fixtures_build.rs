@@ -76,6 +76,25 @@ fn expected_functions(name: &str) -> &'static [&'static str] {
         ],
         "dlopener" => &["dl_driver"],
         "unlinker" => &["unlink_burn", "unlink_leaf"],
+        "offcpu" => &[
+            "oc_alt_thread",
+            "oc_alt_burn",
+            "oc_alt_leaf",
+            "oc_alt_nap",
+            "oc_alt_sleep",
+            "oc_pipe_reader",
+            "oc_pipe_wait",
+            "oc_pipe_read1",
+            "oc_pipe_writer",
+            "oc_pipe_pace",
+            "oc_spin_thread",
+            "oc_spin_leaf",
+            "oc_disk_thread",
+            "oc_disk_sync",
+            "oc_disk_fsync",
+        ],
+        "contend" => &["ct_thread", "ct_spin", "ct_leaf"],
+        "pingpong" => &["pp_ping", "pp_pong", "pp_hop", "pp_wait", "pp_work_leaf"],
         other => panic!("no expectations for fixture {other}"),
     }
 }
@@ -527,4 +546,84 @@ fn every_fixture_is_listed() {
     let mut listed: Vec<String> = common::ALL_FIXTURES.iter().map(|s| s.to_string()).collect();
     listed.sort();
     assert_eq!(on_disk, listed, "common::ALL_FIXTURES is out of date");
+}
+
+/// `PROG: thread=NAME … run_ns=R wait_ns=W` lines (fixtures/offcpu_thread.h) by name:
+/// (start_ns, end_ns, run_ns).
+fn thread_lines(stderr: &str, prog: &str) -> HashMap<String, (u64, u64, u64)> {
+    let prefix = format!("{prog}: thread=");
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .map(|rest| {
+            let mut w = rest.split_whitespace();
+            let name = w.next().unwrap_or_default().to_owned();
+            let f: HashMap<&str, u64> = w
+                .filter_map(|x| x.split_once('='))
+                .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
+                .collect();
+            (name, (f["start_ns"], f["end_ns"], f["run_ns"]))
+        })
+        .collect()
+}
+
+#[test]
+fn offcpu_threads_report_their_schedstat() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let dir_arg = dir.path().to_string_lossy().into_owned();
+    let out = build_run("offcpu", &["0.5", &dir_arg], 0.5);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines = thread_lines(&err, "offcpu");
+    for name in [
+        "oc-alternate",
+        "oc-piperead",
+        "oc-pipewrite",
+        "oc-spin",
+        "oc-disk",
+    ] {
+        let (start, end, run) = lines
+            .get(name)
+            .copied()
+            .unwrap_or_else(|| panic!("no line for {name}: {err}"));
+        assert!(end > start && run <= end - start, "{name}: {err}");
+    }
+    // The spinner never sleeps, the reader nearly always: their CPU time tells them apart.
+    let life = |n: &str| (lines[n].1 - lines[n].0) as f64;
+    assert!(
+        lines["oc-piperead"].2 as f64 <= 0.05 * life("oc-piperead"),
+        "{err}"
+    );
+    assert!(
+        fs::read_dir(dir.path()).expect("dir").next().is_none(),
+        "the disk thread left its file"
+    );
+}
+
+#[test]
+fn contend_pins_its_threads_to_one_cpu() {
+    let out = build_run("contend", &["0.5", "3"], 0.5);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines = thread_lines(&err, "contend");
+    assert_eq!(lines.len(), 3, "{err}");
+    let (first, last) = (
+        lines.values().map(|l| l.0).min().unwrap_or(0),
+        lines.values().map(|l| l.1).max().unwrap_or(0),
+    );
+    let ran: u64 = lines.values().map(|l| l.2).sum();
+    // Three busy threads on one CPU run at most that CPU's time between them.
+    assert!(ran as f64 <= 1.02 * (last - first) as f64, "{err}");
+}
+
+#[test]
+fn pingpong_switches_often_and_reports_it() {
+    let bin = fixture("pingpong");
+    check_static_properties("pingpong", &bin);
+    let out = run_tool(Command::new(&bin).arg("0.5"));
+    let rate: f64 = out
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("switches_per_s="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no switches_per_s in {out:?}"));
+    // The benchmark needs 100,000 switches/s; measured here ~850,000 unpinned.
+    assert!(rate >= 100_000.0, "{out}");
 }

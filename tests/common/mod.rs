@@ -73,6 +73,9 @@ pub const ALL_FIXTURES: &[&str] = &[
     "sighandler",
     "dlopener",
     "unlinker",
+    "offcpu",
+    "contend",
+    "pingpong",
 ];
 
 /// The flags of a plain optimised build, as distributions and release builds compile:

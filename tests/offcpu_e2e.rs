@@ -1,0 +1,289 @@
+//! End-to-end tests of `hotspot record --off-cpu` with the real BPF program (issue 16):
+//! the fixtures `offcpu` (threads that sleep, block on a pipe, never block, wait for the
+//! disk), `contend` (busy threads pinned to one CPU) and `split7030`, recorded and read
+//! back with [`Capture`]. Each thread's shares are by construction of its fixture; its
+//! totals are checked against the kernel's own accounting, which the fixtures print
+//! (`/proc/self/task/TID/schedstat`, read just before each thread exits).
+//!
+//! They need root (CAP_BPF + CAP_PERFMON); without it they fail with hotspot's own
+//! message naming the missing capability, never skip.
+
+mod common;
+
+#[path = "offcpu_e2e/support.rs"]
+mod support;
+
+use std::sync::OnceLock;
+
+use support::{Recorded, ThreadLine, Usage, assert_close, record, report};
+
+/// The `offcpu` fixture, 3 s, with its disk thread writing under the test's target dir
+/// (a real disk: /tmp or /dev/shm may be tmpfs, where fsync does not wait).
+fn offcpu() -> &'static Recorded {
+    static REC: OnceLock<Recorded> = OnceLock::new();
+    REC.get_or_init(|| {
+        let dir = support::disk_dir();
+        record(
+            "offcpu",
+            &["--off-cpu"],
+            &[&common::fixture_arg("offcpu"), "3", &dir],
+        )
+    })
+}
+
+/// The `contend` fixture: 3 busy threads on one CPU for 3 s.
+fn contend() -> &'static Recorded {
+    static REC: OnceLock<Recorded> = OnceLock::new();
+    REC.get_or_init(|| {
+        record(
+            "contend",
+            &["--off-cpu"],
+            &[&common::fixture_arg("contend"), "3", "3"],
+        )
+    })
+}
+
+fn thread<'a>(rec: &'a Recorded, name: &str) -> (&'a ThreadLine, Usage) {
+    let line = rec.thread(name);
+    (line, Usage::of(&rec.capture, line.tid))
+}
+
+#[test]
+fn alternating_thread_is_half_off_cpu_in_its_sleep() {
+    let rec = offcpu();
+    let (_, u) = thread(rec, "oc-alternate");
+    // 10 ms of its own CPU time, then a 10 ms nanosleep: the issue's 0.50 ± 0.05.
+    let share = u.off_share();
+    assert!(
+        (0.45..=0.55).contains(&share),
+        "oc-alternate off-CPU share {share:.3} ({u})"
+    );
+    // Its only sleeps are the naps (it never blocks anywhere else; R periods are
+    // preemptions inside the burn and D would be a page fault on disk), so the S
+    // periods are all in oc_alt_nap: 0.99 leaves room for one stray period.
+    let s = u.off_periods_where(|st, stack| st == 'S' && !stack.is_empty());
+    let in_nap = u.off_periods_where(|st, stack| st == 'S' && support::has(stack, "oc_alt_nap"));
+    assert!(
+        s > 0 && in_nap as f64 >= 0.99 * s as f64,
+        "oc-alternate: {in_nap} of {s} S periods in oc_alt_nap ({u})"
+    );
+}
+
+#[test]
+fn pipe_reader_is_off_cpu_in_its_read() {
+    let rec = offcpu();
+    let (_, u) = thread(rec, "oc-piperead");
+    let wall = u.wall_periods();
+    let in_read = u.off_periods_where(|_, stack| support::has(stack, "oc_pipe_wait"));
+    // The issue's figure: at least 95% of its time off the CPU, in the reading function.
+    assert!(
+        in_read as f64 >= 0.95 * wall as f64,
+        "oc-piperead: {in_read} of {wall} periods off-CPU in oc_pipe_wait ({u})"
+    );
+}
+
+#[test]
+fn spinning_thread_is_on_cpu() {
+    let rec = offcpu();
+    let (_, u) = thread(rec, "oc-spin");
+    // The issue's figure: a thread that never blocks is at most 5% off the CPU.
+    let share = u.off_share();
+    assert!(share <= 0.05, "oc-spin off-CPU share {share:.3} ({u})");
+}
+
+#[test]
+fn disk_writer_waits_in_d_state_in_its_fsync() {
+    let rec = offcpu();
+    let (line, u) = thread(rec, "oc-disk");
+    let times = rec.times(line.tid);
+    let life = times.last_ns - times.first_ns;
+    // Each loop is a 4 KiB pwrite and an fsync that waits for the disk in io_schedule
+    // (D), and the thread uses ~1% of its time on the CPU (schedstat: 30-40 ms of 3 s
+    // here). libbpf-tools' `offcputime --state 2` measured 2.98 s of its 3.0 s in D on
+    // this VM (ext4 on virtio; the run-queue wait after each wake-up counts in the
+    // state it left in). A quarter is far below that, and far above the zero of a
+    // recorder that misreads D as S.
+    let d_share = times.uninterruptible_ns as f64 / life as f64;
+    assert!(
+        d_share >= 0.25,
+        "oc-disk: D {d_share:.3} of its lifetime ({times:?})"
+    );
+    let d = u.off_periods_where(|st, _| st == 'D');
+    let in_sync = u.off_periods_where(|st, stack| st == 'D' && support::has(stack, "oc_disk_sync"));
+    // Every D wait of this thread is inside oc_disk_sync (pwrite or fsync).
+    assert!(
+        d > 0 && in_sync as f64 >= 0.95 * d as f64,
+        "oc-disk: {in_sync} of {d} D periods in oc_disk_sync ({u})"
+    );
+}
+
+#[test]
+fn pinned_threads_wait_runnable() {
+    let rec = contend();
+    for i in 0..3 {
+        let name = format!("ct-{i}");
+        let (line, u) = thread(rec, &name);
+        let times = rec.times(line.tid);
+        let life = (times.last_ns - times.first_ns) as f64;
+        // Three equal busy threads on one CPU: each runs 1/3 and waits runnable 2/3 of
+        // its life; other work on that CPU only lengthens the wait. 0.5 is below 2/3 by
+        // more than the start-up skew (threads start up to ~10 ms apart, measured).
+        let r_share = times.runnable_ns as f64 / life;
+        assert!(
+            r_share >= 0.5,
+            "{name}: R {r_share:.3} of its lifetime ({times:?})"
+        );
+        let r = u.off_periods_where(|st, _| st == 'R');
+        let r_ns = r * rec.capture.period_ns();
+        assert_close(
+            r_ns as f64,
+            times.runnable_ns as f64,
+            0.02,
+            rec.capture.period_ns() as f64,
+            &format!("{name}: R from samples vs ThreadTimes"),
+        );
+        let spin = u.off_periods_where(|st, stack| st == 'R' && support::has(stack, "ct_spin"));
+        assert!(
+            spin as f64 >= 0.95 * r as f64,
+            "{name}: {spin} of {r} R periods in ct_spin ({u})"
+        );
+        // They never sleep: the kernel's run-queue wait is their R time.
+        assert_close(
+            times.runnable_ns as f64,
+            line.wait_ns as f64,
+            0.02,
+            0.0,
+            &format!("{name}: R vs schedstat wait"),
+        );
+    }
+    let on: u64 = (0..3)
+        .map(|i| rec.times(rec.thread(&format!("ct-{i}")).tid).on_cpu_ns)
+        .sum();
+    let life = rec.times(rec.thread("ct-0").tid);
+    let life = life.last_ns - life.first_ns;
+    assert!(
+        on as f64 <= 1.02 * life as f64,
+        "three threads on one CPU ran {on} ns in {life} ns"
+    );
+}
+
+#[test]
+fn wall_is_cpu_plus_off_cpu_and_the_lifetime() {
+    for rec in [offcpu(), contend()] {
+        assert!(
+            !rec.capture.thread_times.is_empty(),
+            "{}: no ThreadTimes",
+            rec.prog
+        );
+        for line in &rec.threads {
+            let u = Usage::of(&rec.capture, line.tid);
+            let t = rec.times(line.tid);
+            let period = rec.capture.period_ns() as f64;
+            let exact = (t.on_cpu_ns + t.sleeping_ns + t.uninterruptible_ns + t.runnable_ns) as f64;
+            // The issue's 2%: CPU + off-CPU from the samples against the kernel's totals
+            // (one period of slack: the off-CPU residual below a period is not emitted).
+            assert_close(
+                u.wall_periods() as f64 * period,
+                exact,
+                0.02,
+                period,
+                &format!(
+                    "{} {}: wall from samples vs ThreadTimes",
+                    rec.prog, line.name
+                ),
+            );
+            assert_close(
+                exact,
+                (t.last_ns - t.first_ns) as f64,
+                0.02,
+                0.0,
+                &format!(
+                    "{} {}: ThreadTimes total vs its lifetime",
+                    rec.prog, line.name
+                ),
+            );
+            // The lifetime the thread saw itself (CLOCK_MONOTONIC at its start and at
+            // its last line; it exits microseconds later).
+            assert_close(
+                (t.last_ns - t.first_ns) as f64,
+                (line.end_ns - line.start_ns) as f64,
+                0.02,
+                0.0,
+                &format!("{} {}: lifetime vs the thread's own", rec.prog, line.name),
+            );
+        }
+    }
+}
+
+#[test]
+fn cpu_and_run_queue_match_schedstat() {
+    for rec in [offcpu(), contend()] {
+        for line in &rec.threads {
+            let t = rec.times(line.tid);
+            // The thread read its schedstat just before exiting; what it ran after that
+            // (formatting one line, exiting) is microseconds: 0.5 ms absolute slack
+            // covers it for threads that hardly run (the pipe threads: ~0.1-0.2 ms).
+            // schedstat's run time leaves out steal time (PARAVIRT_TIME_ACCOUNTING: the
+            // VM's CPU was running something else), which a clock read at each switch
+            // cannot tell apart: the steal of the whole recording is allowed on top
+            // (measured: a spinner's run + wait fell 1.7% short of its lifetime here).
+            assert_close(
+                t.on_cpu_ns as f64,
+                line.run_ns as f64,
+                0.02,
+                500_000.0 + rec.steal_ns as f64,
+                &format!(
+                    "{} {}: on-CPU vs schedstat run time ({t:?}; schedstat wait {} ns)",
+                    rec.prog, line.name, line.wait_ns
+                ),
+            );
+            // schedstat's wait also holds the run-queue delay after each wake-up, which
+            // the contract counts in the state the thread left in (S or D): R can only
+            // be below it.
+            assert!(
+                t.runnable_ns as f64 <= 1.02 * line.wait_ns as f64 + 500_000.0,
+                "{} {}: R {} ns above schedstat wait {} ns ({t:?}; schedstat run {} ns; \
+                 samples: {})",
+                rec.prog,
+                line.name,
+                t.runnable_ns,
+                line.wait_ns,
+                line.run_ns,
+                Usage::of(&rec.capture, line.tid)
+            );
+        }
+    }
+}
+
+#[test]
+fn nothing_lost_and_off_cpu_defined() {
+    for rec in [offcpu(), contend()] {
+        let c = &rec.capture;
+        assert!(c.off_cpu.is_some(), "{}: no OffCpu definition", rec.prog);
+        assert_eq!(c.period_ns(), 1_000_000_000 / 499, "{}", rec.prog);
+        assert_eq!(c.lost_off_cpu, 0, "{}: lost off-CPU samples", rec.prog);
+        assert_eq!(c.lost, 0, "{}: lost samples", rec.prog);
+    }
+}
+
+#[test]
+fn default_report_is_the_cpu_report() {
+    let rec = offcpu();
+    for format in ["text", "json", "folded"] {
+        let plain = report(&rec.path, &["--format", format]);
+        let cpu = report(&rec.path, &["--format", format, "--metric", "cpu"]);
+        assert!(
+            plain == cpu,
+            "report --format {format} differs from --metric cpu"
+        );
+    }
+}
+
+#[test]
+fn cpu_report_has_the_shape_of_a_recording_without_off_cpu() {
+    let argv = [common::fixture_arg("split7030"), "3".to_owned()];
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let with = record("split7030", &["--off-cpu"], &argv);
+    let without = record("split7030", &[], &argv);
+    support::same_shape(&with, &without);
+}
