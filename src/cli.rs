@@ -10,7 +10,8 @@ use hotspot_replay::metric::Metric;
 #[derive(Debug, Parser)]
 #[command(
     name = "hotspot",
-    version,
+    // The package version and git revision (build.rs), so a copied binary says what it is.
+    version = env!("HOTSPOT_VERSION"),
     about = "A sampling CPU profiler for Linux, built on eBPF"
 )]
 pub struct Cli {
