@@ -26,7 +26,7 @@
  * stack_len bytes. Its registers are always the task's saved ones
  * (HS_REGS_TASK or HS_REGS_NONE): it is taken in the thread's own context as
  * it comes back on the CPU, where its user stack is the one it blocked with.
- * An HS_KIND_THREAD_TIMES record is the header and a struct hs_thread (112
+ * An HS_KIND_THREAD_TIMES record is the header and a struct hs_thread (120
  * bytes).
  *
  * Two programs write samples. hs_sample (frame-pointer mode, stack_cap 0)
@@ -177,9 +177,16 @@ struct hs_thread {
 	__u64 pending_ns;         /* blocked time not yet in an off-CPU sample (< period_ns) */
 	__u32 tgid;
 	__u32 state;              /* HS_STATE_* since last_ns */
+	/*
+	 * The kernel's run-time total of the thread (se.sum_exec_runtime) at its
+	 * last switch out (or when first seen off the CPU): it does not change
+	 * while the thread is off the CPU, so at a switch out whose switch in was
+	 * not seen it says how much of the interval the thread ran.
+	 */
+	__u64 exec_ns;
 };
 
-_Static_assert(sizeof(struct hs_thread) == 64, "raw.rs expects a 64-byte hs_thread");
+_Static_assert(sizeof(struct hs_thread) == 72, "thread_times.rs expects a 72-byte hs_thread");
 
 /*
  * What hs_ksym leaves in its one-entry `ksym_out` map: the "%pS" text of one

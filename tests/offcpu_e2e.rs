@@ -182,11 +182,17 @@ fn wall_is_cpu_plus_off_cpu_and_the_lifetime() {
             let exact = (t.on_cpu_ns + t.sleeping_ns + t.uninterruptible_ns + t.runnable_ns) as f64;
             // The 2%: CPU + off-CPU from the samples against the kernel's totals
             // (one period of slack: the off-CPU residual below a period is not emitted).
+            // The CPU samples come from the VM's cpu_clock timer, which does not fire
+            // while the hypervisor runs something else on the vCPU; a clock read at each
+            // switch counts that stolen time as on the CPU (measured: a spinner's 1407
+            // samples, 2.820 s, against 2.998 s on the CPU by ThreadTimes and 2.766 s by
+            // schedstat, with 430 ms of steal on the 2 vCPUs during the recording): the
+            // recording's steal is allowed on top, as for schedstat below.
             assert_close(
                 u.wall_periods() as f64 * period,
                 exact,
                 0.02,
-                period,
+                period + rec.steal_ns as f64,
                 &format!(
                     "{} {}: wall from samples vs ThreadTimes",
                     rec.prog, line.name

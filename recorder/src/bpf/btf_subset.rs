@@ -49,8 +49,9 @@ const KIND_ENUM64: u32 = 19;
 /// `atomic_t`, whose `counter` is at offset 0; `mm` a pointer to `struct mm_struct`;
 /// `thread` an embedded `struct thread_struct`; `vm_start`, `vm_end`, `start_stack` and
 /// `fsbase` are `unsigned long`; `flags` (read by `--off-cpu`) is an `unsigned int` and
-/// `start_time` a `u64`.
-const FIELDS: [(&str, &[&str]); 5] = [
+/// `start_time` a `u64`; `se` an embedded `struct sched_entity`, whose
+/// `sum_exec_runtime` is a `u64`.
+const FIELDS: [(&str, &[&str]); 6] = [
     (
         "task_struct",
         &[
@@ -61,12 +62,14 @@ const FIELDS: [(&str, &[&str]); 5] = [
             "thread",
             "flags",
             "start_time",
+            "se",
         ],
     ),
     ("signal_struct", &["live"]),
     ("vm_area_struct", &["vm_start", "vm_end"]),
     ("mm_struct", &["start_stack"]),
     ("thread_struct", &["fsbase"]),
+    ("sched_entity", &["sum_exec_runtime"]),
 ];
 
 /// Most passes over the type section: a field nested in anonymous members defined
@@ -196,6 +199,9 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     let fsbase = byte_offset(thread, 0, "thread_struct.fsbase")?;
     let flags = byte_offset(task, 5, "task_struct.flags")?;
     let start_time = byte_offset(task, 6, "task_struct.start_time")?;
+    let se = byte_offset(task, 7, "task_struct.se")?;
+    let sched = &found[5];
+    let sum_exec = byte_offset(sched, 0, "sched_entity.sum_exec_runtime")?;
 
     let mut strings = Strings::default();
     let mut types = Vec::new();
@@ -216,10 +222,10 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     push_member(&mut types, strings.add("counter"), 1, 0);
     // [6] struct task_struct { pid_t pid; pid_t tgid; struct signal_struct *signal;
     //     struct mm_struct *mm; struct thread_struct thread; int flags;
-    //     unsigned long start_time; } (CO-RE takes any int for an int: the reads
-    //     are the BPF side's own sizes)
+    //     unsigned long start_time; struct sched_entity se; } (CO-RE takes any
+    //     int for an int: the reads are the BPF side's own sizes)
     let name = strings.add("task_struct");
-    push_type(&mut types, name, KIND_STRUCT, 7, task.size);
+    push_type(&mut types, name, KIND_STRUCT, 8, task.size);
     push_member(&mut types, strings.add("pid"), 1, pid);
     push_member(&mut types, strings.add("tgid"), 1, tgid);
     push_member(&mut types, strings.add("signal"), 3, signal_ptr);
@@ -227,6 +233,7 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     push_member(&mut types, strings.add("thread"), 11, thread_at);
     push_member(&mut types, strings.add("flags"), 1, flags);
     push_member(&mut types, strings.add("start_time"), 7, start_time);
+    push_member(&mut types, strings.add("se"), 12, se);
     // [7] unsigned long
     push_type(&mut types, strings.add("long unsigned int"), KIND_INT, 0, 8);
     types.extend_from_slice(&64u32.to_ne_bytes()); // unsigned, 64 bits
@@ -245,6 +252,10 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     let name = strings.add("thread_struct");
     push_type(&mut types, name, KIND_STRUCT, 1, thread.size);
     push_member(&mut types, strings.add("fsbase"), 7, fsbase);
+    // [12] struct sched_entity { unsigned long sum_exec_runtime; }
+    let name = strings.add("sched_entity");
+    push_type(&mut types, name, KIND_STRUCT, 1, sched.size);
+    push_member(&mut types, strings.add("sum_exec_runtime"), 7, sum_exec);
 
     let type_len = u32::try_from(types.len()).map_err(|_| SubsetError::Malformed("size"))?;
     let str_len = u32::try_from(strings.0.len()).map_err(|_| SubsetError::Malformed("size"))?;
@@ -564,9 +575,9 @@ mod tests {
         push_member(&mut types, strings.add("sigcnt"), 1, 0);
         push_member(&mut types, strings.add("live"), 1, 32);
         let flag = if kind_flag { 1u32 << 31 } else { 0 };
-        // Every task_struct here also has mm, thread, flags and start_time (the tests
-        // vary the others).
-        let vlen = task_members.len() as u32 + 4;
+        // Every task_struct here also has mm, thread, flags, start_time and se (the
+        // tests vary the others).
+        let vlen = task_members.len() as u32 + 5;
         let name = strings.add("task_struct");
         types.extend_from_slice(&name.to_ne_bytes());
         types.extend_from_slice(&((KIND_STRUCT << 24) | flag | vlen).to_ne_bytes());
@@ -576,6 +587,7 @@ mod tests {
             ("thread", 3088 * 8),
             ("flags", 44 * 8),
             ("start_time", 2800 * 8),
+            ("se", 192 * 8),
         ]) {
             push_member(&mut types, strings.add(m), 1, off);
         }
@@ -617,6 +629,10 @@ mod tests {
         );
         push_member(&mut types, strings.add("sp"), 1, 256);
         push_member(&mut types, strings.add("fsbase"), 1, 320);
+        // [13] sched_entity
+        push_type(&mut types, strings.add("sched_entity"), KIND_STRUCT, 2, 256);
+        push_member(&mut types, strings.add("load"), 1, 0);
+        push_member(&mut types, strings.add("sum_exec_runtime"), 1, 96 * 8);
         let mut blob = Vec::new();
         blob.extend_from_slice(&MAGIC.to_ne_bytes());
         blob.extend_from_slice(&[1, 0]);
@@ -653,7 +669,8 @@ mod tests {
                 Some(1136 * 8),
                 Some(3088 * 8),
                 Some(44 * 8),
-                Some(2800 * 8)
+                Some(2800 * 8),
+                Some(192 * 8)
             ]
         );
         assert_eq!((found[1].size, offsets(&found[1])), (1024, vec![Some(32)]));
@@ -667,6 +684,10 @@ mod tests {
             (1472, vec![Some(3840)])
         );
         assert_eq!((found[4].size, offsets(&found[4])), (152, vec![Some(320)]));
+        assert_eq!(
+            (found[5].size, offsets(&found[5])),
+            (256, vec![Some(96 * 8)])
+        );
         // The subset is BTF with the same structs: read back, it gives the same answers,
         // and the loader's parser takes it.
         let blob = sub(&raw).expect("subset");
@@ -700,7 +721,7 @@ mod tests {
         push_member(&mut types, 0, depth + 1, 32);
         push_type(&mut types, strings.add("signal_struct"), KIND_STRUCT, 1, 64);
         push_member(&mut types, strings.add("live"), 1, 0);
-        push_type(&mut types, strings.add("task_struct"), KIND_STRUCT, 7, 256);
+        push_type(&mut types, strings.add("task_struct"), KIND_STRUCT, 8, 256);
         for (m, off) in [
             ("pid", 64),
             ("tgid", 96),
@@ -709,6 +730,7 @@ mod tests {
             ("thread", 256),
             ("flags", 32),
             ("start_time", 320),
+            ("se", 384),
         ] {
             push_member(&mut types, strings.add(m), 1, off);
         }
@@ -716,6 +738,8 @@ mod tests {
         push_member(&mut types, strings.add("start_stack"), 1, 0);
         push_type(&mut types, strings.add("thread_struct"), KIND_STRUCT, 1, 64);
         push_member(&mut types, strings.add("fsbase"), 1, 0);
+        push_type(&mut types, strings.add("sched_entity"), KIND_STRUCT, 1, 64);
+        push_member(&mut types, strings.add("sum_exec_runtime"), 1, 0);
         let mut blob = Vec::new();
         blob.extend_from_slice(&MAGIC.to_ne_bytes());
         blob.extend_from_slice(&[1, 0]);

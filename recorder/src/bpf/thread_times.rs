@@ -5,7 +5,7 @@ use hotspot_format::ThreadState;
 use zerocopy::{FromBytes, Immutable, KnownLayout};
 
 /// Size of [`RawThread`].
-pub const THREAD_SIZE: usize = 64;
+pub const THREAD_SIZE: usize = 72;
 
 // HS_STATE_* in ebpf/sample.h (1..=3 are the capture's state codes too).
 const STATE_ON_CPU: u32 = 0;
@@ -28,6 +28,8 @@ pub struct RawThread {
     pub tgid: u32,
     /// `HS_STATE_*` since `last_ns`: 0 on the CPU, else the capture's state code.
     pub state: u32,
+    /// The kernel's run-time total at the thread's last switch out (`se.sum_exec_runtime`).
+    pub exec_ns: u64,
 }
 
 const _: () = assert!(size_of::<RawThread>() == THREAD_SIZE);
@@ -170,6 +172,7 @@ mod tests {
         }
         b.extend_from_slice(&t.tgid.to_ne_bytes());
         b.extend_from_slice(&t.state.to_ne_bytes());
+        b.extend_from_slice(&t.exec_ns.to_ne_bytes());
         b
     }
 
@@ -184,6 +187,7 @@ mod tests {
             pending_ns: 77,
             tgid: 42,
             state,
+            exec_ns: 0,
         }
     }
 
@@ -192,8 +196,8 @@ mod tests {
         let t = thread(1);
         assert_eq!(RawThread::parse(&bytes(&t)), Ok(t));
         assert_eq!(
-            RawThread::parse(&bytes(&t)[..63]),
-            Err(ThreadTimesError::Length { len: 63 })
+            RawThread::parse(&bytes(&t)[..71]),
+            Err(ThreadTimesError::Length { len: 71 })
         );
         assert_eq!(
             RawThread::parse(&bytes(&thread(4))),
