@@ -66,6 +66,11 @@ struct sched_entity {
 	unsigned long long sum_exec_runtime;
 } __attribute__((preserve_access_index));
 
+/* Its scheduling statistics (CONFIG_SCHED_INFO): what schedstat's second field is. */
+struct sched_info {
+	unsigned long long run_delay;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned int flags;
 	int pid;
@@ -75,6 +80,7 @@ struct task_struct {
 	struct mm_struct *mm;
 	struct thread_struct thread;
 	struct sched_entity se;
+	struct sched_info sched_info;
 } __attribute__((preserve_access_index));
 
 /* Its layout changes between releases (both are nested in anonymous unions since 6.12). */
@@ -861,7 +867,8 @@ static __always_inline void switched_out(struct task_struct *prev, __u32 tid, __
 					 __u32 state, __u64 now)
 {
 	struct hs_thread *t = bpf_map_lookup_elem(&threads, &tid);
-	__u64 exec = BPF_CORE_READ(prev, se.sum_exec_runtime), gap, ran;
+	__u64 exec = BPF_CORE_READ(prev, se.sum_exec_runtime), gap, ran, waited;
+	__u64 delay = BPF_CORE_READ(prev, sched_info.run_delay);
 	struct hs_thread fresh;
 	int born_late;
 
@@ -871,12 +878,21 @@ static __always_inline void switched_out(struct task_struct *prev, __u32 tid, __
 		 * once in 150 waits of a thread alternating 10 ms of spinning and of
 		 * nanosleep, with no program run missed by the kernel's count; why is
 		 * not known). The interval is the rest of the wait, then the unseen
-		 * run: the kernel's run-time total, which did not move during the
-		 * wait, says how long the run was. Counted as unseen switches.
+		 * run. After a preemption the kernel's run-queue wait total says how
+		 * long the wait was; after a sleep its run-time total (which does not
+		 * move off the CPU) says how long the run was. Both are its own
+		 * accounting, so a VM's stolen time lands on the run after a
+		 * preemption (as in every interval on the CPU) and on the wait after
+		 * a sleep. Counted as unseen switches.
 		 */
 		if (t->state != HS_STATE_ON_CPU) {
 			gap = now > t->last_ns ? now - t->last_ns : 0;
-			ran = exec > t->exec_ns ? exec - t->exec_ns : 0;
+			if (t->state == HS_STATE_RUNNABLE) {
+				waited = delay > t->delay_ns ? delay - t->delay_ns : 0;
+				ran = waited < gap ? gap - waited : 0;
+			} else {
+				ran = exec > t->exec_ns ? exec - t->exec_ns : 0;
+			}
 			if (ran > gap)
 				ran = gap;
 			t->pending_ns += account(t, now - ran);
@@ -887,6 +903,7 @@ static __always_inline void switched_out(struct task_struct *prev, __u32 tid, __
 			account(t, now);
 		}
 		t->exec_ns = exec;
+		t->delay_ns = delay;
 		t->state = state;
 		return;
 	}
@@ -896,6 +913,7 @@ static __always_inline void switched_out(struct task_struct *prev, __u32 tid, __
 	account(&fresh, now);
 	fresh.state = state;
 	fresh.exec_ns = exec;
+	fresh.delay_ns = delay;
 	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST))
 		count_lost(HS_LOST_OFF_CPU);
 }

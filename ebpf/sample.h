@@ -26,7 +26,7 @@
  * stack_len bytes. Its registers are always the task's saved ones
  * (HS_REGS_TASK or HS_REGS_NONE): it is taken in the thread's own context as
  * it comes back on the CPU, where its user stack is the one it blocked with.
- * An HS_KIND_THREAD_TIMES record is the header and a struct hs_thread (120
+ * An HS_KIND_THREAD_TIMES record is the header and a struct hs_thread (128
  * bytes).
  *
  * Two programs write samples. hs_sample (frame-pointer mode, stack_cap 0)
@@ -184,9 +184,15 @@ struct hs_thread {
 	 * not seen it says how much of the interval the thread ran.
 	 */
 	__u64 exec_ns;
+	/*
+	 * Its run-queue wait total (sched_info.run_delay) at its last switch out:
+	 * at a switch out whose switch in was not seen, after a preemption (R),
+	 * how much of the interval it waited for a CPU.
+	 */
+	__u64 delay_ns;
 };
 
-_Static_assert(sizeof(struct hs_thread) == 72, "thread_times.rs expects a 72-byte hs_thread");
+_Static_assert(sizeof(struct hs_thread) == 80, "thread_times.rs expects an 80-byte hs_thread");
 
 /*
  * What hs_ksym leaves in its one-entry `ksym_out` map: the "%pS" text of one

@@ -50,8 +50,9 @@ const KIND_ENUM64: u32 = 19;
 /// `thread` an embedded `struct thread_struct`; `vm_start`, `vm_end`, `start_stack` and
 /// `fsbase` are `unsigned long`; `flags` (read by `--off-cpu`) is an `unsigned int` and
 /// `start_time` a `u64`; `se` an embedded `struct sched_entity`, whose
-/// `sum_exec_runtime` is a `u64`.
-const FIELDS: [(&str, &[&str]); 6] = [
+/// `sum_exec_runtime` is a `u64`; `sched_info` an embedded `struct sched_info`, whose
+/// `run_delay` is a `u64`.
+const FIELDS: [(&str, &[&str]); 7] = [
     (
         "task_struct",
         &[
@@ -63,6 +64,7 @@ const FIELDS: [(&str, &[&str]); 6] = [
             "flags",
             "start_time",
             "se",
+            "sched_info",
         ],
     ),
     ("signal_struct", &["live"]),
@@ -70,6 +72,7 @@ const FIELDS: [(&str, &[&str]); 6] = [
     ("mm_struct", &["start_stack"]),
     ("thread_struct", &["fsbase"]),
     ("sched_entity", &["sum_exec_runtime"]),
+    ("sched_info", &["run_delay"]),
 ];
 
 /// Most passes over the type section: a field nested in anonymous members defined
@@ -202,6 +205,9 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     let se = byte_offset(task, 7, "task_struct.se")?;
     let sched = &found[5];
     let sum_exec = byte_offset(sched, 0, "sched_entity.sum_exec_runtime")?;
+    let info_at = byte_offset(task, 8, "task_struct.sched_info")?;
+    let info = &found[6];
+    let run_delay = byte_offset(info, 0, "sched_info.run_delay")?;
 
     let mut strings = Strings::default();
     let mut types = Vec::new();
@@ -222,10 +228,11 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     push_member(&mut types, strings.add("counter"), 1, 0);
     // [6] struct task_struct { pid_t pid; pid_t tgid; struct signal_struct *signal;
     //     struct mm_struct *mm; struct thread_struct thread; int flags;
-    //     unsigned long start_time; struct sched_entity se; } (CO-RE takes any
-    //     int for an int: the reads are the BPF side's own sizes)
+    //     unsigned long start_time; struct sched_entity se; struct sched_info
+    //     sched_info; } (CO-RE takes any int for an int: the reads are the BPF
+    //     side's own sizes)
     let name = strings.add("task_struct");
-    push_type(&mut types, name, KIND_STRUCT, 8, task.size);
+    push_type(&mut types, name, KIND_STRUCT, 9, task.size);
     push_member(&mut types, strings.add("pid"), 1, pid);
     push_member(&mut types, strings.add("tgid"), 1, tgid);
     push_member(&mut types, strings.add("signal"), 3, signal_ptr);
@@ -234,6 +241,7 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     push_member(&mut types, strings.add("flags"), 1, flags);
     push_member(&mut types, strings.add("start_time"), 7, start_time);
     push_member(&mut types, strings.add("se"), 12, se);
+    push_member(&mut types, strings.add("sched_info"), 13, info_at);
     // [7] unsigned long
     push_type(&mut types, strings.add("long unsigned int"), KIND_INT, 0, 8);
     types.extend_from_slice(&64u32.to_ne_bytes()); // unsigned, 64 bits
@@ -256,6 +264,10 @@ fn subset<R: Read + Seek>(src: &mut R) -> Result<Vec<u8>, SubsetError> {
     let name = strings.add("sched_entity");
     push_type(&mut types, name, KIND_STRUCT, 1, sched.size);
     push_member(&mut types, strings.add("sum_exec_runtime"), 7, sum_exec);
+    // [13] struct sched_info { unsigned long run_delay; }
+    let name = strings.add("sched_info");
+    push_type(&mut types, name, KIND_STRUCT, 1, info.size);
+    push_member(&mut types, strings.add("run_delay"), 7, run_delay);
 
     let type_len = u32::try_from(types.len()).map_err(|_| SubsetError::Malformed("size"))?;
     let str_len = u32::try_from(strings.0.len()).map_err(|_| SubsetError::Malformed("size"))?;
@@ -575,9 +587,9 @@ mod tests {
         push_member(&mut types, strings.add("sigcnt"), 1, 0);
         push_member(&mut types, strings.add("live"), 1, 32);
         let flag = if kind_flag { 1u32 << 31 } else { 0 };
-        // Every task_struct here also has mm, thread, flags, start_time and se (the
-        // tests vary the others).
-        let vlen = task_members.len() as u32 + 5;
+        // Every task_struct here also has mm, thread, flags, start_time, se and
+        // sched_info (the tests vary the others).
+        let vlen = task_members.len() as u32 + 6;
         let name = strings.add("task_struct");
         types.extend_from_slice(&name.to_ne_bytes());
         types.extend_from_slice(&((KIND_STRUCT << 24) | flag | vlen).to_ne_bytes());
@@ -588,6 +600,7 @@ mod tests {
             ("flags", 44 * 8),
             ("start_time", 2800 * 8),
             ("se", 192 * 8),
+            ("sched_info", 900 * 8),
         ]) {
             push_member(&mut types, strings.add(m), 1, off);
         }
@@ -633,6 +646,10 @@ mod tests {
         push_type(&mut types, strings.add("sched_entity"), KIND_STRUCT, 2, 256);
         push_member(&mut types, strings.add("load"), 1, 0);
         push_member(&mut types, strings.add("sum_exec_runtime"), 1, 96 * 8);
+        // [14] sched_info
+        push_type(&mut types, strings.add("sched_info"), KIND_STRUCT, 2, 32);
+        push_member(&mut types, strings.add("pcount"), 1, 0);
+        push_member(&mut types, strings.add("run_delay"), 1, 64);
         let mut blob = Vec::new();
         blob.extend_from_slice(&MAGIC.to_ne_bytes());
         blob.extend_from_slice(&[1, 0]);
@@ -670,7 +687,8 @@ mod tests {
                 Some(3088 * 8),
                 Some(44 * 8),
                 Some(2800 * 8),
-                Some(192 * 8)
+                Some(192 * 8),
+                Some(900 * 8)
             ]
         );
         assert_eq!((found[1].size, offsets(&found[1])), (1024, vec![Some(32)]));
@@ -688,6 +706,7 @@ mod tests {
             (found[5].size, offsets(&found[5])),
             (256, vec![Some(96 * 8)])
         );
+        assert_eq!((found[6].size, offsets(&found[6])), (32, vec![Some(64)]));
         // The subset is BTF with the same structs: read back, it gives the same answers,
         // and the loader's parser takes it.
         let blob = sub(&raw).expect("subset");
@@ -721,7 +740,7 @@ mod tests {
         push_member(&mut types, 0, depth + 1, 32);
         push_type(&mut types, strings.add("signal_struct"), KIND_STRUCT, 1, 64);
         push_member(&mut types, strings.add("live"), 1, 0);
-        push_type(&mut types, strings.add("task_struct"), KIND_STRUCT, 8, 256);
+        push_type(&mut types, strings.add("task_struct"), KIND_STRUCT, 9, 256);
         for (m, off) in [
             ("pid", 64),
             ("tgid", 96),
@@ -731,6 +750,7 @@ mod tests {
             ("flags", 32),
             ("start_time", 320),
             ("se", 384),
+            ("sched_info", 448),
         ] {
             push_member(&mut types, strings.add(m), 1, off);
         }
@@ -740,6 +760,8 @@ mod tests {
         push_member(&mut types, strings.add("fsbase"), 1, 0);
         push_type(&mut types, strings.add("sched_entity"), KIND_STRUCT, 1, 64);
         push_member(&mut types, strings.add("sum_exec_runtime"), 1, 0);
+        push_type(&mut types, strings.add("sched_info"), KIND_STRUCT, 1, 32);
+        push_member(&mut types, strings.add("run_delay"), 1, 64);
         let mut blob = Vec::new();
         blob.extend_from_slice(&MAGIC.to_ne_bytes());
         blob.extend_from_slice(&[1, 0]);

@@ -5,7 +5,7 @@ use hotspot_format::ThreadState;
 use zerocopy::{FromBytes, Immutable, KnownLayout};
 
 /// Size of [`RawThread`].
-pub const THREAD_SIZE: usize = 72;
+pub const THREAD_SIZE: usize = 80;
 
 // HS_STATE_* in ebpf/sample.h (1..=3 are the capture's state codes too).
 const STATE_ON_CPU: u32 = 0;
@@ -30,6 +30,8 @@ pub struct RawThread {
     pub state: u32,
     /// The kernel's run-time total at the thread's last switch out (`se.sum_exec_runtime`).
     pub exec_ns: u64,
+    /// Its run-queue wait total at its last switch out (`sched_info.run_delay`).
+    pub delay_ns: u64,
 }
 
 const _: () = assert!(size_of::<RawThread>() == THREAD_SIZE);
@@ -173,6 +175,7 @@ mod tests {
         b.extend_from_slice(&t.tgid.to_ne_bytes());
         b.extend_from_slice(&t.state.to_ne_bytes());
         b.extend_from_slice(&t.exec_ns.to_ne_bytes());
+        b.extend_from_slice(&t.delay_ns.to_ne_bytes());
         b
     }
 
@@ -188,6 +191,7 @@ mod tests {
             tgid: 42,
             state,
             exec_ns: 0,
+            delay_ns: 0,
         }
     }
 
@@ -196,8 +200,8 @@ mod tests {
         let t = thread(1);
         assert_eq!(RawThread::parse(&bytes(&t)), Ok(t));
         assert_eq!(
-            RawThread::parse(&bytes(&t)[..71]),
-            Err(ThreadTimesError::Length { len: 71 })
+            RawThread::parse(&bytes(&t)[..79]),
+            Err(ThreadTimesError::Length { len: 79 })
         );
         assert_eq!(
             RawThread::parse(&bytes(&thread(4))),
