@@ -1,7 +1,8 @@
 //! Every headless output of the committed captures, byte for byte, against the files in
 //! `tests/golden/outputs/` written by the release before the replay side was redesigned
 //! (issue 15): text, JSON, folded, SVG, pprof, speedscope, `info` and `diff`, whole and
-//! filtered. `UPDATE_GOLDEN=1 cargo test --test golden_outputs` rewrites them; a change
+//! filtered; the off-CPU capture's (and every `--metric` case) were written when issue 16
+//! added them. `UPDATE_GOLDEN=1 cargo test --test golden_outputs` rewrites them; a change
 //! there must be one the commit means to make.
 
 use std::path::Path;
@@ -13,7 +14,8 @@ fn root() -> &'static Path {
 
 /// Captures in `fixtures/captures/`: frame-pointer recordings of the C fixtures, the
 /// synthetic one (two processes, a renamed thread, lost samples), and a CFI-unwound
-/// recording of Debian's python3 with three threads and kernel frames, whole and cut.
+/// recording of Debian's python3 with three threads and kernel frames, whole and cut, and
+/// an `--off-cpu` recording (format 1.3) of threads that sleep, read a pipe, spin and fsync.
 const CAPTURES: &[&str] = &[
     "phased",
     "phased-report",
@@ -23,6 +25,7 @@ const CAPTURES: &[&str] = &[
     "threads",
     "python3-threads",
     "python3-threads-cut",
+    "offcpu",
 ];
 
 /// Output formats of `report`; pprof is binary and goes through `-o`.
@@ -51,6 +54,25 @@ const SPECIFIC: &[(&str, &str, &[&str])] = &[
     ("synthetic-v1", "renamed", &["--thread", "worker-1-renamed"]),
     ("phased-report", "late", &["--from", "4", "--top", "3"]),
     ("phased", "wallclock", &["--to", "1.5"]),
+    ("offcpu", "metric-off-cpu", &["--metric", "off-cpu"]),
+    (
+        "offcpu",
+        "metric-wall",
+        &[
+            "--metric",
+            "wall",
+            "--no-kernel",
+            "--thread",
+            "oc-alternate",
+        ],
+    ),
+    (
+        "offcpu",
+        "metric-wall-window",
+        &["--metric", "wall", "--from", "0.5", "--to", "1.5"],
+    ),
+    // A metric the capture cannot give: the error line, in every format.
+    ("phased", "metric-off-cpu", &["--metric", "off-cpu"]),
 ];
 
 /// Output of one run: stdout (or the `-o` file), then stderr and the exit code, so an
