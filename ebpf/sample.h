@@ -26,7 +26,7 @@
  * stack_len bytes. Its registers are always the task's saved ones
  * (HS_REGS_TASK or HS_REGS_NONE): it is taken in the thread's own context as
  * it comes back on the CPU, where its user stack is the one it blocked with.
- * An HS_KIND_THREAD_TIMES record is the header and a struct hs_thread (128
+ * An HS_KIND_THREAD_TIMES record is the header and a struct hs_thread (120
  * bytes).
  *
  * Two programs write samples. hs_sample (frame-pointer mode, stack_cap 0)
@@ -178,21 +178,15 @@ struct hs_thread {
 	__u32 tgid;
 	__u32 state;              /* HS_STATE_* since last_ns */
 	/*
-	 * The kernel's run-time total of the thread (se.sum_exec_runtime) at its
-	 * last switch out (or when first seen off the CPU): it does not change
-	 * while the thread is off the CPU, so at a switch out whose switch in was
-	 * not seen it says how much of the interval the thread ran.
+	 * At its last switch out, the kernel's total that splits an interval
+	 * whose switch in is not seen (split_total in hotspot.bpf.c): its
+	 * run-queue wait total (sched_info.run_delay) when it left runnable, else
+	 * its run-time total (se.sum_exec_runtime).
 	 */
-	__u64 exec_ns;
-	/*
-	 * Its run-queue wait total (sched_info.run_delay) at its last switch out:
-	 * at a switch out whose switch in was not seen, after a preemption (R),
-	 * how much of the interval it waited for a CPU.
-	 */
-	__u64 delay_ns;
+	__u64 total_ns;
 };
 
-_Static_assert(sizeof(struct hs_thread) == 80, "thread_times.rs expects an 80-byte hs_thread");
+_Static_assert(sizeof(struct hs_thread) == 72, "thread_times.rs expects a 72-byte hs_thread");
 
 /*
  * What hs_ksym leaves in its one-entry `ksym_out` map: the "%pS" text of one

@@ -106,8 +106,7 @@ fn times(first_ns: u64, last_ns: u64, on_cpu_ns: u64, state: u32) -> RawThread {
         pending_ns: 5,
         tgid: std::process::id(),
         state,
-        exec_ns: 0,
-        delay_ns: 0,
+        total_ns: 0,
     }
 }
 

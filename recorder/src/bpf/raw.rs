@@ -802,7 +802,6 @@ mod tests {
         times.extend_from_slice(&1000u32.to_ne_bytes());
         times.extend_from_slice(&0u32.to_ne_bytes());
         times.extend_from_slice(&12_345u64.to_ne_bytes());
-        times.extend_from_slice(&678u64.to_ne_bytes());
         match parse_event(&times) {
             Ok(RawEvent::ThreadTimes { tid, times: t }) => {
                 assert_eq!(

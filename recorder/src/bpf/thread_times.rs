@@ -5,7 +5,7 @@ use hotspot_format::ThreadState;
 use zerocopy::{FromBytes, Immutable, KnownLayout};
 
 /// Size of [`RawThread`].
-pub const THREAD_SIZE: usize = 80;
+pub const THREAD_SIZE: usize = 72;
 
 // HS_STATE_* in ebpf/sample.h (1..=3 are the capture's state codes too).
 const STATE_ON_CPU: u32 = 0;
@@ -28,10 +28,9 @@ pub struct RawThread {
     pub tgid: u32,
     /// `HS_STATE_*` since `last_ns`: 0 on the CPU, else the capture's state code.
     pub state: u32,
-    /// The kernel's run-time total at the thread's last switch out (`se.sum_exec_runtime`).
-    pub exec_ns: u64,
-    /// Its run-queue wait total at its last switch out (`sched_info.run_delay`).
-    pub delay_ns: u64,
+    /// At its last switch out, the kernel total that splits an interval whose switch in
+    /// is not seen: `sched_info.run_delay` if it left runnable, else `se.sum_exec_runtime`.
+    pub total_ns: u64,
 }
 
 const _: () = assert!(size_of::<RawThread>() == THREAD_SIZE);
@@ -174,8 +173,7 @@ mod tests {
         }
         b.extend_from_slice(&t.tgid.to_ne_bytes());
         b.extend_from_slice(&t.state.to_ne_bytes());
-        b.extend_from_slice(&t.exec_ns.to_ne_bytes());
-        b.extend_from_slice(&t.delay_ns.to_ne_bytes());
+        b.extend_from_slice(&t.total_ns.to_ne_bytes());
         b
     }
 
@@ -190,8 +188,7 @@ mod tests {
             pending_ns: 77,
             tgid: 42,
             state,
-            exec_ns: 0,
-            delay_ns: 0,
+            total_ns: 0,
         }
     }
 
@@ -200,8 +197,8 @@ mod tests {
         let t = thread(1);
         assert_eq!(RawThread::parse(&bytes(&t)), Ok(t));
         assert_eq!(
-            RawThread::parse(&bytes(&t)[..79]),
-            Err(ThreadTimesError::Length { len: 79 })
+            RawThread::parse(&bytes(&t)[..71]),
+            Err(ThreadTimesError::Length { len: 71 })
         );
         assert_eq!(
             RawThread::parse(&bytes(&thread(4))),
