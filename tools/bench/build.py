@@ -33,10 +33,25 @@ def build(args, work: Path) -> dict:
             # here is reported by scenario 6.
             subprocess.run(["cargo", "bench", "--locked", "--no-run", "-p", "hotspot-replay",
                             "--bench", "refold"], cwd=REPO)
+        tree = baseline_tree(args.baseline) if args.baseline and 6 in only else None
+        if tree:
+            log(f"cargo bench --no-run (the refold bench of the baseline's tree, {tree})")
+            subprocess.run(["cargo", "bench", "--locked", "--no-run", "-p", "hotspot-replay",
+                            "--bench", "refold"], cwd=tree)
     for p in (HOTSPOT, GEN) if 5 in only else (HOTSPOT,):
         if not p.exists():
             die(f"{p} missing (build failed?)")
     return fx
+
+
+def baseline_tree(binary) -> Path | None:
+    """The source tree a --baseline binary was built in (TREE/target/release/hotspot), if it
+    holds the refold bench: scenario 6 runs that tree's bench as the baseline's."""
+    p = Path(binary).resolve()
+    if p.parent.name != "release" or p.parent.parent.name != "target":
+        return None
+    tree = p.parents[2]
+    return tree if (tree / "replay" / "benches" / "refold.rs").exists() else None
 
 
 def machine_info(samply: str) -> dict:

@@ -15,13 +15,17 @@ from harness import HOTSPOT, die, log, out_of, sh
 
 # The tools scenarios 1 and 2 compare.
 PEERS_RUN = ["hotspot", "perf", "samply"]
+# With --baseline: another hotspot build (the one before a change), run like "hotspot".
+BASELINE = "baseline hotspot"
 
 PARANOID = Path("/proc/sys/kernel/perf_event_paranoid")
 
 
 class Tools:
-    def __init__(self, samply: str):
+    def __init__(self, samply: str, baseline: str | None = None):
         self.samply = samply
+        # The hotspot binary that BASELINE runs (--baseline), or None.
+        self.baseline = baseline
         help_ = out_of([samply, "record", "--help"], "")
         # `--presymbolicate` is still `--unstable-presymbolicate` in samply 0.13.
         self.presym = ("--presymbolicate" if re.search(r"\s--presymbolicate\b", help_)
@@ -54,11 +58,19 @@ class Tools:
             if old is not None:
                 PARANOID.write_text(old + "\n")
 
+    def hotspot(self, tool: str) -> str:
+        """The binary of "hotspot" (this build) or of BASELINE."""
+        if tool == BASELINE:
+            if not self.baseline:
+                raise ValueError("no --baseline")
+            return self.baseline
+        return str(HOTSPOT)
+
     def record_cmd(self, tool: str, hz: int, out: Path, *, cmd=None, pid=None,
                    extra=()) -> list[str]:
         """The recording command of each profiler: either launching cmd or attaching to pid."""
-        if tool == "hotspot":
-            argv = [str(HOTSPOT), "record", "-F", str(hz), "-o", str(out / "capture.hsp")]
+        if tool in ("hotspot", BASELINE):
+            argv = [self.hotspot(tool), "record", "-F", str(hz), "-o", str(out / "capture.hsp")]
             argv += list(extra)
             return argv + ([str(pid)] if pid else ["--", *cmd])
         if tool.startswith("perf"):
@@ -78,7 +90,7 @@ class Tools:
 
     def samples(self, tool: str, out: Path) -> tuple[int, int | None]:
         """(samples written, samples lost as the tool reports them)."""
-        if tool == "hotspot":
+        if tool in ("hotspot", BASELINE):
             info = hotspot_info(out / "capture.hsp")
             return info["counts"]["samples"], info["counts"].get("lost")
         if tool.startswith("perf"):

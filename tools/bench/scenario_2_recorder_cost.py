@@ -1,5 +1,6 @@
 """Scenario 2 (issue 7): the recorder's own cost, CPU and peak RSS of each profiler attached
-by pid to the `busy` fixture."""
+by pid to the `busy` fixture. With --baseline, the baseline hotspot build is one more tool
+in every round, and the summary compares the two builds' CPU per sample."""
 
 from __future__ import annotations
 
@@ -9,18 +10,22 @@ from pathlib import Path
 from harness import fresh_dir, log, median, ranges_overlap, rotate
 from measure import measure
 from procs import start_busy, stop_all
-from profilers import PEERS_RUN, Tools
-from tables import med_rng, verdict
+from profilers import BASELINE, PEERS_RUN, Tools
+from tables import baseline_name, before_after_row, med_rng, verdict
 
 
 def run(cfg, fx, tools: Tools, work: Path) -> dict:
     """CPU (user+sys) and peak RSS of the recording process, attached by pid to `busy`."""
     secs, rounds = cfg["s2_secs"], cfg["rounds_s2"]
     res = {"secs": secs, "rounds": rounds, "by_hz": {}, "commands": {}}
+    names = list(PEERS_RUN)
+    if tools.baseline:
+        names.append(BASELINE)
+        res["baseline"], res["baseline_version"] = tools.baseline, cfg.get("baseline_version")
     for hz in (499, 4999):
-        rows = {t: [] for t in PEERS_RUN}
+        rows = {t: [] for t in names}
         for r in range(rounds):
-            for tool in rotate(PEERS_RUN, r):
+            for tool in rotate(names, r):
                 d = fresh_dir(work / "s2" / tool.replace(" ", "_"))
                 busy = start_busy(fx, secs + 30)
                 try:
@@ -43,6 +48,11 @@ def run(cfg, fx, tools: Tools, work: Path) -> dict:
                     f"rss {run.rss_mb:.1f} MB")
         res["by_hz"][hz] = rows
     return res
+
+
+def tools_of(s2) -> list[str]:
+    """The tools of the run: the peers, and the baseline build if there was one."""
+    return PEERS_RUN + ([BASELINE] if s2.get("baseline") else [])
 
 
 def marginal(s2, tool) -> float:
@@ -73,6 +83,18 @@ def summary_rows(w, s2, cfg) -> None:
           f"{med_rng(m['perf'], '{:.1f}', ' MB')} | {med_rng(m['samply'], '{:.1f}', ' MB')} | "
           f"{median(m['hotspot']) / median(m['samply']):.2f}× samply's | < 30 MB | "
           f"{verdict(ok, when)} |")
+    if s2.get("baseline"):
+        for hz in (499, 4999):
+            now, before = s2["by_hz"][hz]["hotspot"], s2["by_hz"][hz][BASELINE]
+            extra = (f"; peak RSS {median([x['rss_mb'] for x in now]):.1f} MB, baseline "
+                     f"{median([x['rss_mb'] for x in before]):.1f} MB")
+            if hz == 4999:
+                extra += (f"; marginal {marginal(s2, 'hotspot'):.1f} ms per 1000 extra samples, "
+                          f"baseline {marginal(s2, BASELINE):.1f} ms")
+            before_after_row(w, 2, f"recorder CPU per 1000 samples @ {hz} Hz",
+                             [x["cpu_per_1k_ms"] for x in now],
+                             [x["cpu_per_1k_ms"] for x in before], baseline_name(s2),
+                             "{:.1f}", " ms", extra)
 
 
 def details(w, s2, cfg, work: Path) -> None:
@@ -89,7 +111,7 @@ def details(w, s2, cfg, work: Path) -> None:
       "of which anonymous / file-backed (polled peaks) |")
     w("|---|---|---|---|---|---|---|")
     for hz in (499, 4999):
-        for t in PEERS_RUN:
+        for t in tools_of(s2):
             rs = s2["by_hz"][hz][t]
             w(f"| {hz} | {t} | {med_rng([x['samples'] for x in rs], '{:.0f}')} | "
               f"{med_rng([x['cpu'] for x in rs], '{:.3f}', ' s')} | "
@@ -102,4 +124,4 @@ def details(w, s2, cfg, work: Path) -> None:
       "finishing the file), which a short recording does not amortise. The marginal cost, "
       "(median CPU @ 4999 Hz − median CPU @ 499 Hz) ÷ (median samples @ 4999 Hz − median "
       "samples @ 499 Hz), separates the two (information, not a goal): " + "; ".join(
-          f"{t} {marginal(s2, t):.1f} ms per 1000 samples" for t in PEERS_RUN) + ".\n")
+          f"{t} {marginal(s2, t):.1f} ms per 1000 samples" for t in tools_of(s2)) + ".\n")

@@ -53,9 +53,9 @@ def run(cfg, fx, tools: Tools, work: Path) -> dict:
     res["commands"]["hotspot report"] = targets["hotspot (generated)"][0]
     # --baseline BIN: the same reports by another hotspot build (the one before a change),
     # interleaved with this one's in every round, so before and after share the machine.
-    base = cfg.get("s5_baseline")
+    base = cfg.get("baseline")
     if base:
-        res["baseline"] = base
+        res["baseline"], res["baseline_version"] = base, cfg.get("baseline_version")
         for key in list(targets):
             argv, ns = targets[key]
             targets["baseline " + key] = ([base] + argv[1:], ns)
@@ -125,7 +125,7 @@ def run(cfg, fx, tools: Tools, work: Path) -> dict:
 def baseline_rows(w, s5) -> None:
     """Scenario 5 with --baseline: each report of this build against the baseline build's,
     run interleaved in the same rounds (wall time and peak RSS, medians)."""
-    rows, base = s5["rows"], Path(s5["baseline"]).name
+    rows, base = s5["rows"], s5.get("baseline_version") or Path(s5["baseline"]).name
     for key in sorted(k for k in rows if not k.startswith("baseline ")):
         now, before = rows.get(key) or [], rows.get("baseline " + key) or []
         if not now or not before:

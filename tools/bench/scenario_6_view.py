@@ -1,6 +1,8 @@
 """Scenario 6 (issue 7): `hotspot view`, its time to first frame in a pseudo-terminal and
 its peak memory, and the terminal views' re-fold after a time-selection change (the model
-benchmark replay/benches/refold.rs)."""
+benchmark replay/benches/refold.rs). With --baseline, the baseline build's view runs
+interleaved with this one's in the same rounds, and so does the refold bench of the source
+tree it was built in (TREE/target/release/hotspot)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,11 @@ import re
 import subprocess
 from pathlib import Path
 
-from harness import HOTSPOT, REPO, log, median, out_of
+from build import baseline_tree
+from harness import HOTSPOT, REPO, log, median, out_of, rotate
 from measure import measure
-from profilers import hotspot_info
-from tables import med_rng, verdict
+from profilers import BASELINE, hotspot_info
+from tables import baseline_name, before_after_row, med_rng, verdict
 from terminal import first_frame_in_pty
 
 
@@ -22,6 +25,9 @@ def run(cfg, work: Path, big_capture: str | None) -> dict:
     else the model benchmark replay/benches/refold.rs). Missing pieces are reported, not
     faked."""
     res = {"ttff": None, "bench": None, "read": None, "notes": [], "commands": {}}
+    base = cfg.get("baseline")
+    if base:
+        res["baseline"], res["baseline_version"] = base, cfg.get("baseline_version")
     help_top = out_of([str(HOTSPOT), "--help"])
     has_view = re.search(r"^\s+view\b", help_top, re.M) is not None
     flag = None
@@ -40,17 +46,21 @@ def run(cfg, work: Path, big_capture: str | None) -> dict:
         n = hotspot_info(Path(big_capture))["counts"]["samples"]
         argv = [str(HOTSPOT), "view", big_capture]
         res["commands"]["hotspot view (in a pty)"] = argv
-        vals, rss = [], []
-        for _ in range(cfg["rounds_s6"]):
-            t, why, kb = first_frame_in_pty(argv, f"{n:,} samples")
-            if t is None:
-                res["notes"].append(f"`hotspot view` in a pty: {why}")
-                vals = []
-                break
-            vals.append(t * 1000)
-            rss.append(kb)
+        builds = {"hotspot": argv}
+        if base:
+            builds[BASELINE] = [base, "view", big_capture]
+            res["commands"]["baseline hotspot view (in a pty)"] = builds[BASELINE]
+        got = pty_rounds(builds, f"{n:,} samples", cfg["rounds_s6"])
+        vals, rss, why = got["hotspot"]
+        if why:
+            res["notes"].append(f"`hotspot view` in a pty: {why}")
         if vals:
             res["ttff"] = {"ms": vals, "pty": True, "samples": n, "rss_kb": rss}
+        if base:
+            bvals, brss, why = got[BASELINE]
+            if why:
+                res["notes"].append(f"the baseline's `hotspot view` in a pty: {why}")
+            res["baseline_ttff"] = {"ms": bvals, "rss_kb": brss} if bvals else None
         # Peak memory of the viewer on 1/5 of the samples (same stacks), for the growth.
         fifth = Path(big_capture).with_name("gen-fifth.hsp")
         if vals and fifth.exists():
@@ -105,32 +115,79 @@ def run(cfg, work: Path, big_capture: str | None) -> dict:
     argv = ["cargo", "bench", "--locked", "-q", "-p", "hotspot-replay", "--bench", "refold",
             "--", str(cfg["s5_samples"])]
     res["commands"]["refold bench"] = argv
-    runs = []
+    trees = {"hotspot": REPO}
+    if base:
+        tree = baseline_tree(base)
+        if tree:
+            trees[BASELINE] = tree
+            res["baseline_tree"] = str(tree)
+            res["commands"]["baseline refold bench (in the baseline's tree)"] = argv
+        else:
+            res["notes"].append(f"the refold bench has no baseline: {base} is not "
+                                f"TREE/target/release/hotspot of a source tree with "
+                                f"replay/benches/refold.rs")
+    runs = {k: [] for k in trees}
     for i in range(cfg["rounds_s6_bench"]):
-        log(f"s6: refold bench, round {i + 1}")
-        r = subprocess.run(argv, cwd=REPO, text=True, capture_output=True)
-        got = {"first": None, "views": {}, "select_all": None, "raw": r.stdout}
-        for line in r.stdout.splitlines():
-            m = re.match(r"^first frame: ([0-9.]+) ms", line)
-            if m:
-                got["first"] = float(m.group(1))
-            m = re.match(r"^move selection, (\w+) view: mean ([0-9.]+) ms worst ([0-9.]+) ms",
-                         line)
-            if m:
-                got["views"][m.group(1)] = (float(m.group(2)), float(m.group(3)))
-            m = re.match(r"^select all, (\w+) view: ([0-9.]+) ms", line)
-            if m:
-                got["select_all"] = float(m.group(2))
-            m = re.match(r"^synthetic capture: (\d+) samples, (\d+) stacks", line)
-            if m:
-                got["samples"], got["stacks"] = int(m.group(1)), int(m.group(2))
-        if r.returncode != 0 or got["first"] is None or not got["views"]:
-            res["notes"].append(f"the refold bench failed or printed no figures "
-                                f"(rc={r.returncode}): {(r.stderr or r.stdout).strip()[-300:]!r}")
-            return res
-        runs.append(got)
-    res["bench"] = runs
+        for k in rotate(list(trees), i):
+            if k not in trees:
+                continue
+            log(f"s6: refold bench, round {i + 1}" + (f" ({k})" if base else ""))
+            r = subprocess.run(argv, cwd=trees[k], text=True, capture_output=True)
+            got = parse_refold(r.stdout)
+            if r.returncode != 0 or got["first"] is None or not got["views"]:
+                res["notes"].append(f"the {'baseline ' if k == BASELINE else ''}refold bench "
+                                    f"failed or printed no figures (rc={r.returncode}): "
+                                    f"{(r.stderr or r.stdout).strip()[-300:]!r}")
+                if k == "hotspot":
+                    return res
+                del trees[k]
+                runs[k] = []
+                continue
+            runs[k].append(got)
+    res["bench"] = runs["hotspot"]
+    if base:
+        res["baseline_bench"] = runs.get(BASELINE) or None
     return res
+
+
+def parse_refold(stdout: str) -> dict:
+    """The figures the refold bench prints."""
+    got = {"first": None, "views": {}, "select_all": None, "raw": stdout}
+    for line in stdout.splitlines():
+        m = re.match(r"^first frame: ([0-9.]+) ms", line)
+        if m:
+            got["first"] = float(m.group(1))
+        m = re.match(r"^move selection, (\w+) view: mean ([0-9.]+) ms worst ([0-9.]+) ms",
+                     line)
+        if m:
+            got["views"][m.group(1)] = (float(m.group(2)), float(m.group(3)))
+        m = re.match(r"^select all, (\w+) view: ([0-9.]+) ms", line)
+        if m:
+            got["select_all"] = float(m.group(2))
+        m = re.match(r"^synthetic capture: (\d+) samples, (\d+) stacks", line)
+        if m:
+            got["samples"], got["stacks"] = int(m.group(1)), int(m.group(2))
+    return got
+
+
+def pty_rounds(builds: dict, needle: str, rounds: int) -> dict:
+    """Each build's `view` (name → argv) in a pty until its screen shows `needle`, `rounds`
+    times, the builds interleaved (the order rotating each round): name → (ms per run, peak
+    RSS in kB per run, why it failed or None). A build that fails once is not run again and
+    keeps no figures."""
+    got = {k: ([], [], None) for k in builds}
+    for r in range(rounds):
+        for k in rotate(list(builds), r):
+            ms, kbs, why = got[k]
+            if why:
+                continue
+            t, why, kb = first_frame_in_pty(builds[k], needle)
+            if t is None:
+                got[k] = ([], [], why)
+                continue
+            ms.append(t * 1000)
+            kbs.append(kb)
+    return got
 
 
 def s6_samples(runs) -> str:
@@ -184,6 +241,31 @@ def summary_rows(w, s6, cfg) -> None:
     else:
         w(f"| 6 | re-fold after a time-selection change | not measured | — | — | — | < 100 ms | "
           f"{verdict(None, '; '.join(s6['notes']))} |")
+    if s6.get("baseline"):
+        baseline_rows(w, s6)
+
+
+def baseline_rows(w, s6) -> None:
+    """With --baseline: the view's first frame and the refold bench's figures, this build
+    against the baseline's, measured interleaved in the same rounds."""
+    name = baseline_name(s6)
+    now, before = s6["ttff"] or {}, s6.get("baseline_ttff") or {}
+    extra = ""
+    if now.get("rss_kb") and before.get("rss_kb"):
+        extra = (f"; peak RSS {median(now['rss_kb']) / 1024:.0f} MB, baseline "
+                 f"{median(before['rss_kb']) / 1024:.0f} MB")
+    before_after_row(w, 6, "`hotspot view` time to first frame in a pty", now.get("ms"),
+                     before.get("ms"), name, "{:.0f}", " ms", extra)
+    runs, bruns = s6["bench"] or [], s6.get("baseline_bench") or []
+    before_after_row(w, 6, "refold bench: first frame of the model", [r["first"] for r in runs],
+                     [r["first"] for r in bruns], name, "{:.0f}", " ms")
+    views = sorted(set(runs[0]["views"]) & set(bruns[0]["views"])) if runs and bruns else []
+    for k in views:
+        before_after_row(w, 6, f"refold bench: re-fold + redraw after moving a 1/10 time "
+                               f"selection, {k} view, mean of 20 moves",
+                         [r["views"][k][0] for r in runs if k in r["views"]],
+                         [r["views"][k][0] for r in bruns if k in r["views"]], name,
+                         "{:.1f}", " ms")
 
 
 def details(w, s6, cfg, work: Path) -> None:
@@ -211,6 +293,20 @@ def details(w, s6, cfg, work: Path) -> None:
         w(s6["bench"][0]["raw"].rstrip())
         w("```")
         w("")
+    if s6.get("baseline"):
+        b = s6.get("baseline_ttff")
+        w(f"Before/after (`--baseline {s6['baseline']}`, {baseline_name(s6)}): the baseline "
+          f"build's `hotspot view` ran in the same pty setup, interleaved with this build's "
+          f"in every round (the order rotating), "
+          + (f"{len(b['ms'])} runs" if b else "no figures")
+          + (f"; the refold bench of its source tree (`{s6['baseline_tree']}`) likewise, "
+             if s6.get("baseline_tree") else "; the refold bench had no baseline, ")
+          + ("output of its first run:\n" if s6.get("baseline_bench") else "see the notes.\n"))
+        if s6.get("baseline_bench"):
+            w("```")
+            w(s6["baseline_bench"][0]["raw"].rstrip())
+            w("```")
+            w("")
     for n in s6["notes"]:
         w(f"- {n}.")
     w("")

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness import NCPU, median, ranges_overlap
+from profilers import BASELINE
 from scenario_7_targets import S7_EXTRAS, S7_HI, S7_HI_RUNS, S7_TARGETS, S7_TOOLS
-from tables import med_rng, shorten, verdict
+from tables import baseline_name, before_after_row, med_rng, shorten, verdict
 
 
 S7_GOAL_COMPLETE = {"C": 99.5, "python3": 99.5, "rustc": 92.0}
@@ -254,6 +255,32 @@ def summary_rows(w, s7, cfg) -> None:
               f"{med_rng(rel['hotspot'], '{:.4f}')} | {med_rng(rel['perf'], '{:.4f}')} | "
               f"{med_rng(rel['samply'], '{:.4f}')} | hotspot ÷ perf = "
               f"{median(rel['hotspot']) / median(rel['perf']):.4f} | {goal} | {v} |")
+    if s7.get("baseline"):
+        baseline_rows(w, s7)
+
+
+def baseline_rows(w, s7) -> None:
+    """With --baseline: recorder CPU and BPF time per sample of this build against the
+    baseline build's, both recording each target in every round."""
+    name = baseline_name(s7)
+    for tg in S7_TARGETS:
+        runs = s7["targets"][tg]["runs"]
+        now, before = s7_ok(runs, "hotspot"), s7_ok(runs, BASELINE)
+        before_after_row(w, 7, f"recorder CPU per 1000 samples, {s7_label(tg)}",
+                         [x["per1k_ms"] for x in now], [x["per1k_ms"] for x in before], name,
+                         "{:.1f}", " ms")
+    for tg in S7_TARGETS:
+        runs = s7["targets"][tg]["runs"]
+        bpf = {t: [x["bpf"] for x in s7_ok(runs, t)
+                   if x.get("bpf") and x["bpf"].get("per_sample")]
+               for t in ("hotspot", BASELINE)}
+        # The estimate per traced sample where both builds have it, else the upper bound.
+        key = ("per_traced" if all(b and all(x.get("per_traced") is not None for x in b)
+                                   for b in bpf.values()) else "per_sample")
+        what = "per traced sample (est.)" if key == "per_traced" else "per recorded sample"
+        before_after_row(w, 7, f"BPF time {what} of the sampling program, {s7_label(tg)}",
+                         [x[key] / 1000 for x in bpf["hotspot"]],
+                         [x[key] / 1000 for x in bpf[BASELINE]], name, "{:.2f}", " µs")
 
 
 def details(w, s7, cfg, work: Path) -> None:
@@ -307,6 +334,11 @@ def details(w, s7, cfg, work: Path) -> None:
       "**Ring bytes**: each hotspot ring buffer's producer position (read from its mmapped "
       "producer page: every byte reserved since the ring was made, 8-byte record headers "
       "included) ÷ samples.\n")
+    if s7.get("baseline"):
+        w(f"Before/after (`--baseline {s7['baseline']}`, {baseline_name(s7)}): the baseline "
+          f"build recorded each target in every round too, as `{BASELINE}` "
+          f"(`--call-graph dwarf`), its untraced-tick cost measured the same way "
+          f"({s7_untraced_note(s7, 'untraced_baseline')}).\n")
     w("| target | tool | samples | complete to root | roots of the stacks (top) | target CPU | "
       "recorder CPU | per 1000 samples | perf script (CPU) | peak RSS | disk B/sample | ring "
       "B/sample | BPF "
@@ -314,7 +346,8 @@ def details(w, s7, cfg, work: Path) -> None:
     w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for tg in S7_TARGETS:
         runs = T[tg]["runs"]
-        for t in ["none", *S7_TOOLS, *S7_EXTRAS, *S7_HI_RUNS]:
+        for t in ["none", *S7_TOOLS, *([BASELINE] if BASELINE in runs else []), *S7_EXTRAS,
+                  *S7_HI_RUNS]:
             rs = s7_ok(runs, t)
             if not rs:
                 if runs.get(t):
@@ -409,8 +442,8 @@ def s7_residual_note(s7) -> str:
     return "; ".join(parts) or "not measured"
 
 
-def s7_untraced_note(s7) -> str:
-    u = s7.get("untraced") or {}
+def s7_untraced_note(s7, key: str = "untraced") -> str:
+    u = s7.get(key) or {}
     if u.get("per_call") is None:
         return f"not measured: {u.get('error', '?')}"
     return f"{u['per_call']:.0f} ns per call over {u['cnt']:,} calls in {u['secs']:g} s"

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from harness import HOTSPOT, REPO, die, out_of, sh
-from profilers import Tools
+from profilers import BASELINE, Tools
 
 S7_TARGETS = ["C", "python3", "rustc"]
 S7_TOOLS = ["hotspot", "perf", "samply"]
@@ -210,9 +210,9 @@ def s7_target_argv(b: dict, target: str, secs: float, out: Path) -> list[str]:
 def s7_record_argv(tools: Tools, tool: str, hz: int, out: Path, cmd=None, pids=None):
     """Recording commands of scenario 7: every tool with its CFI/DWARF unwinding."""
     tail = ["--", *cmd] if cmd else []
-    if tool in ("hotspot", "hotspot fp"):
+    if tool in ("hotspot", "hotspot fp", BASELINE):
         mode = "fp" if tool == "hotspot fp" else "dwarf"
-        argv = [str(HOTSPOT), "record", "-F", str(hz), "--call-graph", mode,
+        argv = [tools.hotspot(tool), "record", "-F", str(hz), "--call-graph", mode,
                 "-o", str(out / "capture.hsp")]
         return argv + [str(p) for p in (pids or [])] + tail
     if tool in ("perf", "perf 65528"):
@@ -229,6 +229,11 @@ def s7_record_argv(tools: Tools, tool: str, hz: int, out: Path, cmd=None, pids=N
             argv += ["-p", str(pids[0])]
         return argv + tail
     raise ValueError(tool)
+
+
+def is_hotspot(tool: str) -> bool:
+    """Whether a run of scenario 7 is a hotspot build's (this one's, or --baseline's)."""
+    return tool.startswith("hotspot") or tool == BASELINE
 
 
 def root_name_ok(name: str) -> bool:

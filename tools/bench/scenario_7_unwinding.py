@@ -1,7 +1,8 @@
 """Scenario 7 (issue 13): unwinding without frame pointers. Each target recorded by each
 profiler with its DWARF/CFI unwinding, in rotating rounds: how many stacks are complete,
 the recorder's CPU and memory, the BPF program's time per sample, bytes per sample; then
-the fixed cost of a recording, loss at 4999 Hz and the slowdown of a plain-built program."""
+the fixed cost of a recording, loss at 4999 Hz and the slowdown of a plain-built program.
+With --baseline, the baseline hotspot build records each target in every round too."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from bpfstats import BpfProbe, bpf_sample_stats, bpf_stats_on, find_ring_report
 from harness import NCPU, die, fresh_dir, loadavg, log, median, rotate
 from measure import measure
 from procs import LIVE, reap_orphans, start_busy, stop_all
-from profilers import Tools, hotspot_info, perf_counts, samply_samples
+from profilers import BASELINE, Tools, hotspot_info, perf_counts, samply_samples
 from scenario_7_targets import (S7_EXTRAS, S7_HI_RUNS, S7_TARGETS, S7_TOOLS, hotspot_roots,
-                                perf_script_roots, read_cpu_log, roots_tally, s7_build,
+                                is_hotspot, perf_script_roots, read_cpu_log, roots_tally, s7_build,
                                 s7_env, s7_record_argv, s7_target_argv, s7_target_exe,
                                 samply_roots)
 
@@ -36,16 +37,26 @@ def run(cfg, fx, tools: Tools, work: Path) -> dict:
     with bpf_stats_on(res):
         res["untraced"] = s7_untraced_cost(cfg, tools, work, res["commands"])
         u_ns = res["untraced"].get("per_call")
+        every = ["none", *S7_TOOLS]
+        if tools.baseline:
+            # The baseline build in every round, beside this one; its untraced-tick cost is
+            # its own BPF program's.
+            every.append(BASELINE)
+            res["baseline"], res["baseline_version"] = tools.baseline, cfg.get("baseline_version")
+            res["untraced_baseline"] = s7_untraced_cost(cfg, tools, work, res["commands"],
+                                                        BASELINE)
         for target in S7_TARGETS:
-            runs = {t: [] for t in ["none", *S7_TOOLS, *S7_EXTRAS, *S7_HI_RUNS]}
+            runs = {t: [] for t in [*every, *S7_EXTRAS, *S7_HI_RUNS]}
             for r in range(rounds):
-                names = ["none", *S7_TOOLS] + (S7_EXTRAS + S7_HI_RUNS if r == 0 else [])
+                names = every + (S7_EXTRAS + S7_HI_RUNS if r == 0 else [])
                 for tool in rotate(names, r):
                     d = fresh_dir(work / "s7" / "runs" / target / tool.replace(" ", "_")
                                   .replace("@", ""))
                     base, _, hi = tool.partition(" @")
+                    u = (res["untraced_baseline"].get("per_call") if tool == BASELINE
+                         else u_ns)
                     row = s7_one(base, target, int(hi) if hi else hz, d, b, tools, secs,
-                                 res["commands"], u_ns, label=tool)
+                                 res["commands"], u, label=tool)
                     runs[tool].append(row)
                     if row["ok"] and tool == "none":
                         log(f"s7 {target} alone round {r + 1}/{rounds}: {row['target_cpu']:.3f} s "
@@ -186,16 +197,18 @@ def s7_slowdown(cfg, b: dict, tools: Tools, work: Path, commands: dict) -> dict:
     return res
 
 
-def s7_untraced_cost(cfg, tools: Tools, work: Path, commands: dict) -> dict:
+def s7_untraced_cost(cfg, tools: Tools, work: Path, commands: dict,
+                     tool: str = "hotspot") -> dict:
     """BPF time of a sampling tick that finds no traced task: hotspot records a process
-    that only sleeps, so every call of its sampling program is for some other task."""
+    that only sleeps, so every call of its sampling program is for some other task
+    (`tool`: this build, "hotspot", or the --baseline one)."""
     secs = cfg["s7_cal_secs"]
-    d = fresh_dir(work / "s7" / "untraced")
+    d = fresh_dir(work / "s7" / ("untraced" if tool == "hotspot" else "untraced-baseline"))
     sleeper = subprocess.Popen(["sleep", f"{secs + 120:g}"])
     LIVE.add(sleeper.pid)
     try:
-        argv = s7_record_argv(tools, "hotspot", 499, d, pids=[sleeper.pid])
-        commands.setdefault("untraced BPF cost: hotspot (a sleeping pid; SIGINT after the "
+        argv = s7_record_argv(tools, tool, 499, d, pids=[sleeper.pid])
+        commands.setdefault(f"untraced BPF cost: {tool} (a sleeping pid; SIGINT after the "
                             "duration)", [a if a != str(sleeper.pid) else "PID" for a in argv])
         probe = BpfProbe()
         run = measure(argv, workdir=d, stop_after=secs, timeout=secs + 300, on_poll=probe.poll)
@@ -206,7 +219,7 @@ def s7_untraced_cost(cfg, tools: Tools, work: Path, commands: dict) -> dict:
     if run.rc not in (0, 130, -2) or not st or not st.get("cnt"):
         return {"per_call": None, "error": f"rc={run.rc}; {res.get('errors')}; "
                                            f"{run.stderr.strip()[-200:]!r}"}
-    log(f"s7 untraced tick: {st['per_call']:.0f} ns per call ({st['cnt']} calls)")
+    log(f"s7 untraced tick ({tool}): {st['per_call']:.0f} ns per call ({st['cnt']} calls)")
     return {"per_call": st["per_call"], "cnt": st["cnt"], "secs": secs}
 
 
@@ -217,7 +230,7 @@ def s7_one(tool: str, target: str, hz: int, d: Path, b: dict, tools: Tools, secs
     cmd = s7_target_argv(b, target, secs, d)
     argv = cmd if tool == "none" else s7_record_argv(tools, tool, hz, d, cmd=cmd)
     commands.setdefault(f"{target}: {label}", argv)
-    probe = BpfProbe() if tool.startswith("hotspot") else None
+    probe = BpfProbe() if is_hotspot(tool) else None
     with tools.running(tool):
         run = measure(argv, workdir=d, timeout=max(secs * 20, 600),
                       on_poll=probe.poll if probe else None, env=s7_env(b, d / "cpu.log"))
@@ -241,7 +254,7 @@ def s7_one(tool: str, target: str, hz: int, d: Path, b: dict, tools: Tools, secs
              if f.is_file() and (f.name.startswith(("capture.hsp", "perf.data", "profile.json")))}
     row["files"] = files
     row["disk"] = sum(files.values())
-    if tool.startswith("hotspot"):
+    if is_hotspot(tool):
         info = hotspot_info(d / "capture.hsp")
         row["samples"], row["lost"] = info["counts"]["samples"], info["counts"].get("lost")
         unw = info.get("unwinding") or {}
