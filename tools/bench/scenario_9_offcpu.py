@@ -15,8 +15,8 @@ which the fixture prints: the recorder waits for its child, so wait4 counts both
 programs' run time and calls (kernel.bpf_stats_enabled), capture bytes per second and the
 lost counts `hotspot info --json` reports.
 
-Stdlib only; run() is called by tools/bench/run with that script's module as `h` (its
-helpers: measure, BpfProbe, bpf_stats_on, hotspot_info, fresh_dir, rotate, median, …).
+Stdlib only, like the rest of tools/bench (the shared harness: harness.py, measure.py,
+bpfstats.py, …).
 """
 
 from __future__ import annotations
@@ -28,6 +28,13 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+
+from bpfstats import BpfProbe, bpf_stats_on
+from harness import HOTSPOT, NCPU, fresh_dir, log, median, rotate
+from measure import measure
+from procs import LIVE
+from profilers import hotspot_info
+from tables import med_rng, verdict
 
 TOOLS = ["none", "hotspot", "hotspot --off-cpu", "offcputime"]
 TARGET_RATE = 110_000.0
@@ -58,22 +65,22 @@ def set_group_nice(pid: int) -> None:
         pass
 
 
-def pingpong(h, fx, work: Path, secs: float, cpu: int, steps: int) -> dict:
-    d = h.fresh_dir(work / "s9" / "cal")
+def pingpong(fx, work: Path, secs: float, cpu: int, steps: int) -> dict:
+    d = fresh_dir(work / "s9" / "cal")
     argv = own_group([str(fx["pingpong"]), f"{secs:g}", str(cpu), str(steps)])
-    run = h.measure(argv, workdir=d, timeout=secs + 60)
+    run = measure(argv, workdir=d, timeout=secs + 60)
     got = parse(run.stdout)
     if run.rc != 0 or not got:
         raise RuntimeError(f"pingpong: rc={run.rc}\n{run.stdout}\n{run.stderr[-2000:]}")
     return got
 
 
-def calibrate(h, fx, work: Path, cpu: int) -> tuple[int, list]:
+def calibrate(fx, work: Path, cpu: int) -> tuple[int, list]:
     """LCG steps per hop for TARGET_RATE switches/s: time per switch is linear in the
     steps (a + b·steps); two points fit it, a third checks it, one more fit if needed."""
     pts = []
     for steps in (0, 4000):
-        r = pingpong(h, fx, work, 1.0, cpu, steps)
+        r = pingpong(fx, work, 1.0, cpu, steps)
         pts.append((steps, r["switches_per_s"]))
     steps = 0
     for _ in range(3):
@@ -82,7 +89,7 @@ def calibrate(h, fx, work: Path, cpu: int) -> tuple[int, list]:
         if b <= 0:
             break
         steps = max(0, int(round(s0 + (1 / TARGET_RATE - 1 / r0) / b)))
-        r = pingpong(h, fx, work, 1.0, cpu, steps)
+        r = pingpong(fx, work, 1.0, cpu, steps)
         pts.append((steps, r["switches_per_s"]))
         if abs(r["switches_per_s"] / TARGET_RATE - 1) < 0.1:
             break
@@ -107,14 +114,14 @@ def offcputime_works(exe: str) -> str | None:
     return (telling or lines or [f"exit status {r.returncode}"])[0]
 
 
-def one_run(h, tool: str, fx, d: Path, secs: float, cpu: int, steps: int, res: dict) -> dict:
+def one_run(tool: str, fx, d: Path, secs: float, cpu: int, steps: int, res: dict) -> dict:
     target = [str(fx["pingpong"]), f"{secs:g}", str(cpu), str(steps)]
-    probe = h.BpfProbe()
+    probe = BpfProbe()
     tracer = None
     if tool == "none":
         argv = target
     elif tool.startswith("hotspot"):
-        argv = [str(h.HOTSPOT), "record", "-F", "499", "-o", str(d / "capture.hsp")]
+        argv = [str(HOTSPOT), "record", "-F", "499", "-o", str(d / "capture.hsp")]
         argv += ["--off-cpu"] if tool.endswith("--off-cpu") else []
         argv += ["--", *target]
     else:
@@ -139,14 +146,14 @@ def one_run(h, tool: str, fx, d: Path, secs: float, cpu: int, steps: int, res: d
                                           stdout=open(d / "offcputime.out", "w"),
                                           stderr=subprocess.STDOUT, start_new_session=True)
                 set_group_nice(tracer.pid)
-                h.LIVE.add(tracer.pid)
+                LIVE.add(tracer.pid)
             probe.poll(tracer.pid, now)
     else:
         def on_poll(pid, now):
             if tool != "none":
                 probe.poll(pid, now)
     ctxt0 = ctxt()
-    run = h.measure(argv, workdir=d, timeout=secs + 120, on_poll=on_poll)
+    run = measure(argv, workdir=d, timeout=secs + 120, on_poll=on_poll)
     ctxt1 = ctxt()
     row = {"tool": tool, "rc": run.rc}
     extra_cpu = 0.0
@@ -158,7 +165,7 @@ def one_run(h, tool: str, fx, d: Path, secs: float, cpu: int, steps: int, res: d
             extra_cpu = ru.ru_utime + ru.ru_stime
             row["tracer_wall"] = time.monotonic() - t0
         finally:
-            h.LIVE.discard(tracer.pid)
+            LIVE.discard(tracer.pid)
     got = parse(run.stdout)
     if run.rc != 0 or not got:
         err = (run.stderr.strip() or run.stdout.strip()).splitlines()
@@ -172,7 +179,7 @@ def one_run(h, tool: str, fx, d: Path, secs: float, cpu: int, steps: int, res: d
         row["recorder_cpu"] = max(run.cpu - got["cpu_s"], 0.0)
         cap = d / "capture.hsp"
         row["bytes"] = cap.stat().st_size
-        info = h.hotspot_info(cap)
+        info = hotspot_info(cap)
         row["lost"] = {k: v for k, v in info.get("counts", {}).items() if "lost" in k}
         # Until `info --json` counts lost off-CPU records itself: a LostOffCpu record is
         # only written when the kernel dropped some (each counts at least one).
@@ -195,10 +202,10 @@ def ctxt() -> int:
     return 0
 
 
-def run(cfg, fx, tools, work: Path, h) -> dict:
+def run(cfg, fx, tools, work: Path) -> dict:
     """Context switches: pingpong with and without --off-cpu, and libbpf-tools' offcputime."""
     secs, rounds = cfg["s9_secs"], cfg["rounds_s9"]
-    cpu = h.NCPU - 1
+    cpu = NCPU - 1
     res = {"secs": secs, "rounds": rounds, "cpu": cpu, "commands": {}, "rows": {},
            "offcputime": offcputime_bin(), "bcc_python": None}
     py = Path("/usr/sbin/offcputime-bpfcc")
@@ -210,19 +217,19 @@ def run(cfg, fx, tools, work: Path, h) -> dict:
             res["offcputime_error"] = why
             res["offcputime"] = None
     names = [t for t in TOOLS if t != "offcputime" or res["offcputime"]]
-    steps, pts = calibrate(h, fx, work, cpu)
+    steps, pts = calibrate(fx, work, cpu)
     res["calibration"] = {"steps": steps, "points": pts}
-    h.log(f"s9: {steps} LCG steps per hop for ~{TARGET_RATE:.0f} switches/s ({pts})")
-    with h.bpf_stats_on(res):
+    log(f"s9: {steps} LCG steps per hop for ~{TARGET_RATE:.0f} switches/s ({pts})")
+    with bpf_stats_on(res):
         for setting, st in (("paced", steps), ("flat-out", 0)):
             rows = {t: [] for t in names}
             n_rounds = rounds if setting == "paced" else max(1, rounds // 2)
             for r in range(n_rounds):
-                for tool in h.rotate(names, r):
-                    d = h.fresh_dir(work / "s9" / tool.replace(" ", "_"))
-                    row = one_run(h, tool, fx, d, secs, cpu, st, res)
+                for tool in rotate(names, r):
+                    d = fresh_dir(work / "s9" / tool.replace(" ", "_"))
+                    row = one_run(tool, fx, d, secs, cpu, st, res)
                     rows[tool].append(row)
-                    h.log(f"s9 {setting} {tool} round {r + 1}/{n_rounds}: " + (
+                    log(f"s9 {setting} {tool} round {r + 1}/{n_rounds}: " + (
                         f"{row['switches_per_s']:.0f} switches/s"
                         + (f", recorder {row['recorder_cpu']:.3f} s CPU"
                            if "recorder_cpu" in row else "")
@@ -270,65 +277,65 @@ def _lost(row: dict) -> int:
     return sum(v for v in (row.get("lost") or {}).values() if isinstance(v, int))
 
 
-def _slowdown_verdict(h, sd: list, alone: list) -> str:
+def _slowdown_verdict(sd: list, alone: list) -> str:
     """Met when the median and every round are under 5%; when the unprofiled runs alone
     vary by 5% or more, a miss is not resolvable and says so."""
     noise = 100.0 * (max(alone) / min(alone) - 1) if alone else 0.0
-    m = h.median(sd)
+    m = median(sd)
     if m < 5 and max(sd) < 5:
-        return h.verdict(True, "median and every round")
+        return verdict(True, "median and every round")
     if noise >= 5:
         return (f"within noise: the unprofiled runs alone vary by {noise:.1f}% "
                 f"(median slowdown {m:.1f}%)")
-    return h.verdict(False, f"median {m:.1f}%, a round reached {max(sd):.1f}%")
+    return verdict(False, f"median {m:.1f}%, a round reached {max(sd):.1f}%")
 
 
-def summary_rows(w, s9, h) -> None:
+def summary_rows(w, s9, cfg) -> None:
     paced = s9["rows"].get("paced")
     if not paced:
         return
     rows = paced["by_tool"]
     hot = "hotspot --off-cpu"
-    rate = h.median([x["switches_per_s"] for x in _ok(rows, "none")])
+    rate = median([x["switches_per_s"] for x in _ok(rows, "none")])
     sd = [100 * (1 - x) for x in _rel(rows, hot)]
     sd_plain = [100 * (1 - x) for x in _rel(rows, "hotspot")]
     sd_vs = [100 * (1 - x) for x in _rel(rows, hot, "hotspot")]
     oct_ = [100 * (1 - x) for x in _rel(rows, "offcputime")] if "offcputime" in rows else []
     if sd:
-        m = h.median(sd)
+        m = median(sd)
         w(f"| 9 | target slowdown from `--off-cpu`, ping-pong at {rate:,.0f} switches/s "
-          f"(1 − throughput ÷ unprofiled; plain `record`: {h.med_rng(sd_plain, '{:.1f}', '%')}, "
-          f"`--off-cpu` ÷ plain: {h.med_rng(sd_vs, '{:.1f}', '%')}) | "
-          f"{h.med_rng(sd, '{:.1f}', '%')} | — | — | "
-          + (f"offcputime: {h.med_rng(oct_, '{:.1f}', '%')}" if oct_ else
+          f"(1 − throughput ÷ unprofiled; plain `record`: {med_rng(sd_plain, '{:.1f}', '%')}, "
+          f"`--off-cpu` ÷ plain: {med_rng(sd_vs, '{:.1f}', '%')}) | "
+          f"{med_rng(sd, '{:.1f}', '%')} | — | — | "
+          + (f"offcputime: {med_rng(oct_, '{:.1f}', '%')}" if oct_ else
              "offcputime: did not run") + " | < 5% | "
-          + _slowdown_verdict(h, sd, [x["round_trips_per_s"] for x in _ok(rows, "none")])
+          + _slowdown_verdict(sd, [x["round_trips_per_s"] for x in _ok(rows, "none")])
           + " |")
     hr = _ok(rows, hot)
     if hr:
         lost = [_lost(x) for x in hr]
         w(f"| 9 | lost events with `--off-cpu` (ping-pong, {rate:,.0f} switches/s) | "
           f"{max(lost)} (most in a round) | — | — | — | 0 | "
-          + h.verdict(max(lost) == 0) + " |")
+          + verdict(max(lost) == 0) + " |")
         bps = [x["bytes"] / x["seconds"] / 1000 for x in hr]
         plain = [x["bytes"] / x["seconds"] / 1000 for x in _ok(rows, "hotspot")]
         w(f"| 9 | capture growth with `--off-cpu` (ping-pong, {rate:,.0f} switches/s) | "
-          f"{h.med_rng(bps, '{:.1f}', ' KB/s')} | — | — | "
-          f"without `--off-cpu`: {h.med_rng(plain, '{:.1f}', ' KB/s')} | < 50 KB/s | "
-          + h.verdict(max(bps) < 50) + " |")
+          f"{med_rng(bps, '{:.1f}', ' KB/s')} | — | — | "
+          f"without `--off-cpu`: {med_rng(plain, '{:.1f}', ' KB/s')} | < 50 KB/s | "
+          + verdict(max(bps) < 50) + " |")
         plain = _plain_progs(rows)
         per = [p for p in (_per_switch(x, plain) for x in hr) if p is not None]
         ot = [p for p in (_per_switch(x, plain) for x in _ok(rows, "offcputime"))
               if p is not None]
         cpu = [100 * x["recorder_cpu"] / x["seconds"] for x in hr]
         w(f"| 9 | BPF time per target switch / recorder CPU with `--off-cpu` | "
-          f"{h.med_rng(per, '{:.0f}', ' ns') if per else 'not measured'} / "
-          f"{h.med_rng(cpu, '{:.1f}', '% of a CPU')} | — | — | offcputime: "
-          + (f"{h.med_rng(ot, '{:.0f}', ' ns')}" if ot else "did not run")
+          f"{med_rng(per, '{:.0f}', ' ns') if per else 'not measured'} / "
+          f"{med_rng(cpu, '{:.1f}', '% of a CPU')} | — | — | offcputime: "
+          + (f"{med_rng(ot, '{:.0f}', ' ns')}" if ot else "did not run")
           + " | (information) | — |")
 
 
-def details(w, s9, h) -> None:
+def details(w, s9, cfg, work: Path) -> None:
     w("### 9. Off-CPU recording under 100,000+ context switches a second\n")
     cal = s9.get("calibration", {})
     w(f"`pingpong` (two threads handing a turn over a futex, both pinned to CPU {s9['cpu']} "
@@ -383,12 +390,12 @@ def details(w, s9, h) -> None:
             calls = [(_bpf_off(x, plain)[0] / _bpf_off(x, plain)[1], _bpf_off(x, plain)[1])
                      for x in ok if _bpf_off(x, plain)[1] and tool != "hotspot"]
             def c(vals, fmt, unit=""):
-                return h.med_rng(vals, fmt, unit) if vals else "—"
+                return med_rng(vals, fmt, unit) if vals else "—"
             w(f"| {tool} | {c([x['switches_per_s'] for x in ok], '{:,.0f}')} | "
               f"{c(rel, '{:.4f}')} | "
               f"{c([x['recorder_cpu'] for x in ok if 'recorder_cpu' in x], '{:.3f}', ' s')} | "
               f"{c(per, '{:.0f}')} | "
-              + (f"{h.median([a for a, _ in calls]):.0f} ({h.median([b for _, b in calls]):,.0f})"
+              + (f"{median([a for a, _ in calls]):.0f} ({median([b for _, b in calls]):,.0f})"
                  if calls else "—") + " | "
               f"{c([x['bytes'] / x['seconds'] for x in ok if 'bytes' in x], '{:,.0f}')} | "
               f"{c([x['samples'] for x in ok if x.get('samples') is not None], '{:,.0f}')} | "
