@@ -1,7 +1,7 @@
 //! How big the ring buffer is: sized from the sampling rate, the CPUs and the bytes a
 //! typical sample takes, measured rather than for the worst case.
 
-use super::raw::{
+use super::abi::{
     HEADER_SIZE, MAX_KERNEL_FRAMES, MAX_USER_FRAMES, OFF_CPU_TAIL_SIZE, USER_REGS_SIZE,
 };
 

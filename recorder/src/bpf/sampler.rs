@@ -12,8 +12,12 @@ use aya::programs::raw_trace_point::RawTracePointLinkId;
 
 use aya::{Ebpf, EbpfError, EbpfLoader};
 
+use super::abi::{
+    HEADER_SIZE, HS_LOST_OFF_CPU, HS_LOST_SAMPLES, HS_LOST_SWITCHES, HS_LOST_TASK_EVENTS, MAX_STACK,
+};
 use super::btf_subset;
 use super::caps;
+use super::decode::parse_event;
 use super::error::{BpfError, chain, kernel_release};
 use super::mapping_events::MappingEvents;
 use super::off_cpu::{OffCpu, ProgramStats, THREADS_MAX};
@@ -23,11 +27,13 @@ use super::programs::{
     STACK_SAMPLE_PROGRAM, TASK_PROGRAMS, attach_reason, load_error, load_kernel_symbols,
     load_programs, map_error, perf_program, take_map, tracepoint_program,
 };
-use super::raw::{HEADER_SIZE, MAX_STACK, RawEvent, parse_event};
 use super::ring_size::max_record_bytes;
-use super::thread_times::RawThread;
 use super::time_order::{self, TimeOrder};
-use crate::kernel_names::BpfKernelSymbols;
+use crate::error::RecorderError;
+use crate::event::{Event, OpenThreadTimes};
+use crate::live::kernel_names::BpfKernelSymbols;
+use crate::live::machine;
+use crate::source::EventSource;
 
 /// Built by `tools/build-bpf`; committed so that building the recorder needs no clang.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../ebpf/hotspot.bpf.o");
@@ -35,12 +41,6 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../ebpf/hotspot.bpf.o"
 /// Its per-CPU scratch, sized by the loader, and the off-CPU sampler's.
 const STACK_SCRATCH_MAP: &str = "stack_scratch";
 const OFF_STACK_SCRATCH_MAP: &str = "off_stack_scratch";
-
-// Indices into the `lost` per-CPU array (HS_LOST_* in ebpf/sample.h).
-const LOST_SAMPLES: u32 = 0;
-const LOST_TASK_EVENTS: u32 = 1;
-const LOST_OFF_CPU: u32 = 2;
-const LOST_SWITCHES: u32 = 3;
 
 /// How to sample. Everything here is fixed once [`BpfSampler::load`] returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,42 +84,6 @@ impl Default for SamplerOptions {
     }
 }
 
-/// The seam the recorder codes against; a fake implements it in tests.
-pub trait EventSource {
-    /// Starts sampling process `tgid` (and, with `follow_children`, its future children).
-    fn add_target(&mut self, tgid: u32) -> Result<(), BpfError>;
-    /// Stops sampling process `tgid`; not an error if it is not a target (e.g. it already exited).
-    fn remove_target(&mut self, tgid: u32) -> Result<(), BpfError>;
-    /// Wait (epoll on the ring buffer fd, no busy loop) up to `timeout`, then drain every available event into `out`.
-    fn poll(&mut self, timeout: Duration, out: &mut Vec<RawEvent>) -> Result<(), BpfError>;
-    /// Samples the kernel dropped, per CPU, cumulative since start.
-    fn lost_per_cpu(&mut self) -> Result<Vec<u64>, BpfError>;
-    /// Stops taking samples; what is already buffered can still be drained. After it the
-    /// lost counters no longer move, so a final read of them is exact.
-    fn stop_sampling(&mut self) -> Result<(), BpfError> {
-        Ok(())
-    }
-    /// Mapping events the kernel dropped, cumulative since start.
-    fn lost_mapping_events(&mut self) -> u64 {
-        0
-    }
-    /// `--off-cpu`: off-CPU samples and thread-times records the kernel dropped, summed
-    /// over CPUs, cumulative since start.
-    fn lost_off_cpu(&mut self) -> Result<u64, BpfError> {
-        Ok(0)
-    }
-    /// `--off-cpu`: when the kernel stopped accounting thread times (monotonic ns; set by
-    /// [`EventSource::stop_sampling`]).
-    fn accounting_end(&self) -> Option<u64> {
-        None
-    }
-    /// `--off-cpu`: the times of the threads still alive (tid, times as the kernel kept
-    /// them), taken out of the kernel: call once, after `stop_sampling`.
-    fn take_thread_times(&mut self) -> Result<Vec<(u32, RawThread)>, BpfError> {
-        Ok(Vec::new())
-    }
-}
-
 /// The BPF program loaded into the running kernel.
 pub struct BpfSampler {
     /// Owns the programs and, once started, their links: dropping it detaches everything.
@@ -148,6 +112,8 @@ pub struct BpfSampler {
     perf_records: Vec<PerfRecord>,
     /// `--off-cpu`'s programs and maps.
     off_cpu: Option<OffCpu>,
+    /// The recorder's own tgid, whose mapping events are dropped.
+    self_tgid: u32,
 }
 
 impl std::fmt::Debug for BpfSampler {
@@ -283,6 +249,7 @@ impl BpfSampler {
             order: TimeOrder::default(),
             perf_records: Vec::new(),
             off_cpu,
+            self_tgid: opts.self_tgid,
         })
     }
 
@@ -383,7 +350,7 @@ impl BpfSampler {
     /// the state the thread left in. Not yet explained; rare (see `switched_out` in
     /// `ebpf/hotspot.bpf.c`).
     pub fn unseen_switches(&mut self) -> Result<u64, BpfError> {
-        Ok(self.read_lost(LOST_SWITCHES)?.iter().sum())
+        Ok(self.read_lost(HS_LOST_SWITCHES)?.iter().sum())
     }
 
     /// `--off-cpu`: the statistics of the switch programs, `[sched_switch, sched_exit_tp]`
@@ -407,7 +374,7 @@ impl BpfSampler {
     /// Fork/exec/exit records the kernel dropped (ring full) plus children it could not
     /// follow (`targets` map full), summed over CPUs.
     pub fn lost_task_events(&mut self) -> Result<u64, BpfError> {
-        Ok(self.read_lost(LOST_TASK_EVENTS)?.iter().sum())
+        Ok(self.read_lost(HS_LOST_TASK_EVENTS)?.iter().sum())
     }
 
     /// The processes currently in the kernel's target set (added by us or by fork
@@ -417,6 +384,26 @@ impl BpfSampler {
             .keys()
             .collect::<Result<Vec<u32>, MapError>>()
             .map_err(|e| map_error("targets", "list", &e))
+    }
+
+    /// Starts sampling process `tgid` (and, with `follow_children`, its future children).
+    pub fn add_target(&mut self, tgid: u32) -> Result<(), BpfError> {
+        self.targets
+            .insert(tgid, 1, 0)
+            .map_err(|e| map_error("targets", &format!("insert {tgid}"), &e))
+    }
+
+    /// Stops sampling process `tgid`; not an error if it is not a target (e.g. it
+    /// already exited).
+    pub fn remove_target(&mut self, tgid: u32) -> Result<(), BpfError> {
+        match self.targets.remove(&tgid) {
+            // The exit program removes exited processes itself; a late remove is fine.
+            Err(MapError::KeyNotFound) | Ok(()) => Ok(()),
+            Err(MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::ENOENT) => {
+                Ok(())
+            }
+            Err(e) => Err(map_error("targets", &format!("remove {tgid}"), &e)),
+        }
     }
 
     /// Names kernel addresses through the kernel itself, for the recorder to keep (it
@@ -502,15 +489,19 @@ impl BpfSampler {
                         time_ns,
                         pid,
                         mapping,
-                    } => self.order.push(RawEvent::Mmap {
+                    } if pid != self.self_tgid => self.order.push(Event::Mmap {
                         time_ns,
                         pid,
                         mapping,
                     }),
-                    PerfRecord::Exec { time_ns, pid } => {
-                        self.order.push(RawEvent::NewImage { time_ns, pid });
+                    PerfRecord::Exec { time_ns, pid } if pid != self.self_tgid => {
+                        self.order.push(Event::NewImage { time_ns, pid });
                     }
-                    PerfRecord::Lost { .. } | PerfRecord::Other => {}
+                    // The recorder's own mappings are none of its business.
+                    PerfRecord::Mmap { .. }
+                    | PerfRecord::Exec { .. }
+                    | PerfRecord::Lost { .. }
+                    | PerfRecord::Other => {}
                 }
             }
         }
@@ -522,7 +513,7 @@ impl BpfSampler {
         if self.cpu_links.is_empty() {
             u64::MAX
         } else {
-            crate::session::monotonic_ns().saturating_sub(time_order::MARGIN_NS)
+            machine::monotonic_ns().saturating_sub(time_order::MARGIN_NS)
         }
     }
 
@@ -553,24 +544,7 @@ impl BpfSampler {
 }
 
 impl EventSource for BpfSampler {
-    fn add_target(&mut self, tgid: u32) -> Result<(), BpfError> {
-        self.targets
-            .insert(tgid, 1, 0)
-            .map_err(|e| map_error("targets", &format!("insert {tgid}"), &e))
-    }
-
-    fn remove_target(&mut self, tgid: u32) -> Result<(), BpfError> {
-        match self.targets.remove(&tgid) {
-            // The exit program removes exited processes itself; a late remove is fine.
-            Err(MapError::KeyNotFound) | Ok(()) => Ok(()),
-            Err(MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::ENOENT) => {
-                Ok(())
-            }
-            Err(e) => Err(map_error("targets", &format!("remove {tgid}"), &e)),
-        }
-    }
-
-    fn poll(&mut self, timeout: Duration, out: &mut Vec<RawEvent>) -> Result<(), BpfError> {
+    fn poll(&mut self, timeout: Duration, out: &mut Vec<Event>) -> Result<(), RecorderError> {
         let mut through = self.cutoff();
         self.drain();
         if !self.order.has_through(through) {
@@ -586,11 +560,11 @@ impl EventSource for BpfSampler {
         self.mapping_events.as_ref().map_or(0, MappingEvents::lost)
     }
 
-    fn lost_per_cpu(&mut self) -> Result<Vec<u64>, BpfError> {
-        self.read_lost(LOST_SAMPLES)
+    fn lost_per_cpu(&mut self) -> Result<Vec<u64>, RecorderError> {
+        Ok(self.read_lost(HS_LOST_SAMPLES)?)
     }
 
-    fn stop_sampling(&mut self) -> Result<(), BpfError> {
+    fn stop_sampling(&mut self) -> Result<(), RecorderError> {
         let switch = self.detach_switch();
         let links = std::mem::take(&mut self.cpu_links);
         if !links.is_empty() {
@@ -600,18 +574,18 @@ impl EventSource for BpfSampler {
                     .map_err(|e| BpfError::Detach { reason: chain(&e) })?;
             }
         }
-        switch
+        Ok(switch?)
     }
 
-    fn lost_off_cpu(&mut self) -> Result<u64, BpfError> {
-        Ok(self.read_lost(LOST_OFF_CPU)?.iter().sum())
+    fn lost_off_cpu(&mut self) -> Result<u64, RecorderError> {
+        Ok(self.read_lost(HS_LOST_OFF_CPU)?.iter().sum())
     }
 
     fn accounting_end(&self) -> Option<u64> {
         self.off_cpu.as_ref().and_then(|o| o.end_ns)
     }
 
-    fn take_thread_times(&mut self) -> Result<Vec<(u32, RawThread)>, BpfError> {
+    fn take_thread_times(&mut self) -> Result<Vec<(u32, OpenThreadTimes)>, RecorderError> {
         let Some(o) = &mut self.off_cpu else {
             return Ok(Vec::new());
         };

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use hotspot_format::{Module, ModuleId, ModuleKind};
 
-use crate::module_file::ModuleFile;
+use hotspot_symbols::ModuleFile;
 
 /// What the recorder knows about a module beyond what goes on disk.
 #[derive(Debug, Clone)]
@@ -29,6 +29,12 @@ impl ModuleInfo {
     /// Where the symboliser can read the object.
     pub fn open_path(&self) -> Option<&Path> {
         self.file.as_deref().map(ModuleFile::path)
+    }
+
+    /// Its names may vanish with its process: a JIT's perf map is deleted at exit, and a
+    /// file no longer at its path is read through a descriptor or `/proc/PID/map_files`.
+    pub fn ephemeral(&self) -> bool {
+        self.kind == ModuleKind::Jit || self.file.as_ref().is_some_and(|f| !f.at_recorded_path())
     }
 
     /// The on-disk record for this module.
