@@ -8,6 +8,7 @@ mod btf_subset;
 mod caps;
 pub mod decode;
 mod error;
+mod load;
 mod mapping_events;
 mod off_cpu;
 pub mod perf_records;
@@ -18,6 +19,7 @@ mod time_order;
 
 pub use decode::{DecodeError, parse_event};
 pub use error::BpfError;
+pub use load::SamplerOptions;
 pub use off_cpu::ProgramStats;
 pub use ring_size::ring_bytes_for;
-pub use sampler::{BpfSampler, SamplerOptions};
+pub use sampler::BpfSampler;

@@ -56,7 +56,7 @@ pub fn ring_bytes_for(freq_hz: u64, cpus: u64, stack_cap: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bpf::sampler::{SamplerOptions, validate};
+    use crate::bpf::load::{SamplerOptions, validate};
 
     #[test]
     fn ring_follows_the_expected_bytes_per_sample() {

@@ -335,7 +335,7 @@ mod tests {
         assert_eq!(
             t.find(5, 0x5000, 20, h),
             None,
-            "event-fed maps do not re-read /proc"
+            "event-fed maps do not ask the host again"
         );
     }
 

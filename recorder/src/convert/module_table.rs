@@ -17,9 +17,9 @@ pub struct ModuleInfo {
     /// Path as recorded (`/usr/lib/libc.so.6`, `[vdso]`, `[jit:PID]`, kernel module name).
     pub path: String,
     pub build_id: Vec<u8>,
-    /// The file as opened once for the unwinder and the symboliser: from the recorded
-    /// path if its build-id matches, else from `/proc/PID/map_files/…` (valid only while
-    /// the process lives).
+    /// The file as the host opened it, once, for the unwinder and the symboliser: from
+    /// the recorded path if its build-id matches, else however the host still reaches the
+    /// file mapped (live: `/proc/PID/map_files/…`, or a descriptor held open).
     pub file: Option<Arc<ModuleFile>>,
     /// Owning process for per-process modules (JIT maps).
     pub pid: Option<u32>,
@@ -32,7 +32,7 @@ impl ModuleInfo {
     }
 
     /// Its names may vanish with its process: a JIT's perf map is deleted at exit, and a
-    /// file no longer at its path is read through a descriptor or `/proc/PID/map_files`.
+    /// file no longer at its path is reached only as long as the host can.
     pub fn ephemeral(&self) -> bool {
         self.kind == ModuleKind::Jit || self.file.as_ref().is_some_and(|f| !f.at_recorded_path())
     }
