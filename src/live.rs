@@ -36,10 +36,11 @@ struct Live {
 }
 
 pub fn run(args: LiveArgs) -> anyhow::Result<()> {
-    let opts = options(Mode::Live, &args.links)?;
-    need_terminal("hotspot live")?;
+    // Arguments first: a bad one is the error, whatever the terminal.
     let mut pids: Vec<u32> = args.pids.into_iter().collect();
     pids.extend(crate::cli::parse_pids(&args.pid)?);
+    let opts = options(Mode::Live, &args.links)?;
+    need_terminal("hotspot live")?;
     let target = if !args.command.is_empty() {
         if !pids.is_empty() {
             anyhow::bail!("give either a PID or a command after --, not both");
