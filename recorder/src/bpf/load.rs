@@ -19,7 +19,7 @@ use super::programs::{
 use super::ring_size::max_record_bytes;
 use crate::live::kernel_names::BpfKernelSymbols;
 
-/// How to sample. Everything here is fixed once [`BpfSampler::load`] returns.
+/// How to sample. Everything here is fixed once [`BpfSampler::load`](super::BpfSampler::load) returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SamplerOptions {
     /// Samples per second per CPU (cpu_clock frequency mode).
