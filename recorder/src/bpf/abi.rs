@@ -5,6 +5,23 @@
 
 include!(concat!(env!("OUT_DIR"), "/sample_h.rs"));
 
+/// One field of a generated struct: its name, byte offset and size.
+pub type Field = (&'static str, usize, usize);
+
+/// A generated struct's C name and fields, in order.
+pub trait Layout {
+    const C_NAME: &str;
+    const FIELDS: &[Field];
+}
+
+/// A generated struct as [`STRUCTS`] lists it.
+#[derive(Debug, Clone, Copy)]
+pub struct StructLayout {
+    pub c_name: &'static str,
+    pub size: usize,
+    pub fields: &'static [Field],
+}
+
 /// Size of [`HsHeader`], the start of every record.
 pub const HEADER_SIZE: usize = size_of::<HsHeader>();
 /// Size of [`HsUserRegs`], after the header in every sample.
