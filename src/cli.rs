@@ -88,8 +88,8 @@ impl UnwindArgs {
 pub struct RecordArgs {
     /// Processes to record (all their threads, including threads started later).
     pub pids: Vec<u32>,
-    /// A process to record, as perf, samply and py-spy spell it: repeatable, and a
-    /// comma-separated list counts too (`-p 12,34`).
+    /// Process to record, like the PIDs above (repeatable, and a comma-separated list
+    /// counts too, as with perf: `-p 12,34`).
     #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',')]
     pub pid: Vec<String>,
     /// Capture file to write (an existing file is replaced only if it is a capture).

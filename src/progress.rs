@@ -74,16 +74,17 @@ fn progress_line(p: &Progress) -> String {
     format!(
         "recording: {:.1} s, {} samples, {} lost, {} written",
         p.elapsed.as_secs_f64(),
-        p.samples,
-        p.lost,
+        p.counts.samples,
+        p.counts.lost,
         human_bytes(p.bytes)
     )
 }
 
 pub fn print_summary(s: &Summary, output: &Path) {
+    let (t, c) = (&s.totals, &s.totals.counts);
     let size = std::fs::metadata(output)
         .map(|m| m.len())
-        .unwrap_or(s.progress.bytes);
+        .unwrap_or(s.totals.bytes);
     let why = match s.reason {
         StopReason::Interrupted => "interrupted",
         StopReason::TargetsExited => "every target exited",
@@ -91,30 +92,30 @@ pub fn print_summary(s: &Summary, output: &Path) {
     };
     eprintln!(
         "hotspot: {} samples ({} lost) from {} process{}, {} thread{} in {:.1} s; {} distinct stacks; {} written to {} ({why})",
-        s.progress.samples,
-        s.progress.lost,
-        s.processes,
-        if s.processes == 1 { "" } else { "es" },
-        s.threads,
-        if s.threads == 1 { "" } else { "s" },
-        s.progress.elapsed.as_secs_f64(),
-        s.stacks,
+        c.samples,
+        c.lost,
+        t.processes,
+        if t.processes == 1 { "" } else { "es" },
+        t.threads,
+        if t.threads == 1 { "" } else { "s" },
+        s.elapsed.as_secs_f64(),
+        t.stacks,
         human_bytes(size),
         output.display(),
     );
-    if s.progress.off_cpu_samples > 0 || s.progress.lost_off_cpu > 0 {
+    if c.off_cpu_samples > 0 || c.lost_off_cpu > 0 {
         eprintln!(
             "hotspot: {} off-CPU samples ({} off-CPU records lost)",
-            s.progress.off_cpu_samples, s.progress.lost_off_cpu
+            c.off_cpu_samples, c.lost_off_cpu
         );
     }
-    if s.progress.lost_mappings > 0 {
+    if c.lost_mappings > 0 {
         eprintln!(
             "hotspot: warning: the kernel dropped {} mapping events (its ring was full): frames of the processes they were about may be unnamed",
-            s.progress.lost_mappings
+            c.lost_mappings
         );
     }
-    if s.kallsyms_missing {
+    if t.kernel_names_missing {
         eprintln!(
             "hotspot: warning: /proc/kallsyms gave no addresses (kptr_restrict?): kernel frames are unnamed"
         );

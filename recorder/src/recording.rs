@@ -5,13 +5,12 @@
 //! [`Recorder::run`] is the loop.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hotspot_format::Writer;
 
-use crate::convert::{ConvertConfig, Converter, Core, Totals};
+use crate::convert::{ConvertConfig, Converter, Core, Counts, Totals};
 use crate::error::RecorderError;
 use crate::host::Host;
 use crate::source::EventSource;
@@ -19,46 +18,29 @@ use crate::source::EventSource;
 /// What to record and how.
 #[derive(Debug, Clone)]
 pub struct RecordConfig {
-    pub targets: Vec<u32>,
-    pub all_processes: bool,
+    /// What the core is told (targets, unwinding, off-CPU).
+    pub convert: ConvertConfig,
     pub duration: Option<Duration>,
     /// How often a block is flushed (at most about this much is lost on a kill).
     pub flush_every: Duration,
-    /// Where separate debug files are looked up by build-id.
-    pub debug_dirs: Vec<PathBuf>,
-    /// Bytes of user stack the kernel copies per sample, unwound here with call-frame
-    /// information; 0: user stacks are the kernel's frame-pointer walk.
-    pub stack_cap: u32,
-    /// `--off-cpu`: the ns one off-CPU period stands for (the capture's `OffCpu`
-    /// definition); `None`: the capture has no off-CPU data.
-    pub off_cpu_period_ns: Option<u64>,
 }
 
 impl Default for RecordConfig {
     fn default() -> Self {
         RecordConfig {
-            targets: Vec::new(),
-            all_processes: false,
+            convert: ConvertConfig::default(),
             duration: None,
             flush_every: Duration::from_secs(1),
-            debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
-            stack_cap: 0,
-            off_cpu_period_ns: None,
         }
     }
 }
 
-/// Running totals, reported while recording and at the end.
-#[derive(Debug, Clone, Default)]
+/// Where a recording stands, reported about once a block.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Progress {
     pub elapsed: Duration,
-    pub samples: u64,
-    pub lost: u64,
-    /// Mapping events the kernel dropped.
-    pub lost_mappings: u64,
-    /// `--off-cpu`: off-CPU samples written, and off-CPU records the kernel dropped.
-    pub off_cpu_samples: u64,
-    pub lost_off_cpu: u64,
+    pub counts: Counts,
+    /// Bytes written.
     pub bytes: u64,
 }
 
@@ -71,16 +53,12 @@ pub enum StopReason {
 }
 
 /// The outcome of a recording.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Summary {
-    pub progress: Progress,
     pub reason: StopReason,
-    pub processes: usize,
-    pub threads: usize,
-    pub stacks: usize,
-    pub frames: usize,
-    /// Kernel symbols were unreadable (no privilege): kernel frames are unnamed.
-    pub kallsyms_missing: bool,
+    pub elapsed: Duration,
+    /// What the capture holds.
+    pub totals: Totals,
 }
 
 /// Everything a recording needs that takes time to set up (the symbol worker): built
@@ -95,16 +73,7 @@ pub struct Recorder {
 impl Recorder {
     /// Sets up a recording of the events of the machine `host` answers for.
     pub fn new(cfg: RecordConfig, host: Box<dyn Host>) -> Result<Self, RecorderError> {
-        let core = Core::new(
-            ConvertConfig {
-                targets: cfg.targets.clone(),
-                all_processes: cfg.all_processes,
-                debug_dirs: cfg.debug_dirs.clone(),
-                stack_cap: cfg.stack_cap,
-                off_cpu_period_ns: cfg.off_cpu_period_ns,
-            },
-            host,
-        )?;
+        let core = Core::new(cfg.convert.clone(), host)?;
         Ok(Recorder { cfg, core })
     }
 
@@ -169,7 +138,7 @@ impl Recorder {
             }
             handle(&mut conv, &mut events)?;
         }
-        if cfg.off_cpu_period_ns.is_some() {
+        if cfg.convert.off_cpu_period_ns.is_some() {
             // Taken out of the source, then one more drain for the exits written before.
             let live = source.take_thread_times()?;
             source.poll(Duration::ZERO, &mut events)?;
@@ -179,7 +148,12 @@ impl Recorder {
         conv.handle_lost_mappings(source.lost_mapping_events())?;
         flush(&mut conv, source)?;
         let (totals, out) = conv.finish()?;
-        Ok((summary(totals, reason, start), out))
+        let summary = Summary {
+            reason,
+            elapsed: start.elapsed(),
+            totals,
+        };
+        Ok((summary, out))
     }
 }
 
@@ -219,35 +193,9 @@ fn flush<S: EventSource, W: Write>(
 }
 
 fn progress<W: Write>(conv: &Converter<W>, start: Instant) -> Progress {
-    let c = conv.counts();
     Progress {
         elapsed: start.elapsed(),
-        samples: c.samples,
-        lost: c.lost,
-        lost_mappings: c.lost_mappings,
-        off_cpu_samples: c.off_cpu_samples,
-        lost_off_cpu: c.lost_off_cpu,
+        counts: conv.counts(),
         bytes: conv.bytes_written(),
-    }
-}
-
-fn summary(t: Totals, reason: StopReason, start: Instant) -> Summary {
-    let c = t.counts;
-    Summary {
-        progress: Progress {
-            elapsed: start.elapsed(),
-            samples: c.samples,
-            lost: c.lost,
-            lost_mappings: c.lost_mappings,
-            off_cpu_samples: c.off_cpu_samples,
-            lost_off_cpu: c.lost_off_cpu,
-            bytes: t.bytes,
-        },
-        reason,
-        processes: t.processes,
-        threads: t.threads,
-        stacks: t.stacks,
-        frames: t.frames,
-        kallsyms_missing: t.kernel_names_missing,
     }
 }

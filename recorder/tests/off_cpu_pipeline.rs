@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use hotspot_format::{FrameAddr, Record, ThreadState, ThreadTimes, read_all};
 use hotspot_recorder::event::{BlockedSample, Event, OpenThreadTimes, StackEnd, StackSample};
-use hotspot_recorder::{RecordConfig, StopReason};
+use hotspot_recorder::{ConvertConfig, RecordConfig, StopReason};
 use scripted::{ScriptedSource, comm, fake_proc, record};
 
 const PERIOD_NS: u64 = 2_004_008;
@@ -122,17 +122,20 @@ fn off_cpu_events_become_format_1_3_records() {
         ..ScriptedSource::new(script)
     };
     let cfg = RecordConfig {
-        targets: vec![me],
+        convert: ConvertConfig {
+            targets: vec![me],
+            off_cpu_period_ns: Some(PERIOD_NS),
+            ..ConvertConfig::default()
+        },
         flush_every: Duration::from_millis(20),
-        off_cpu_period_ns: Some(PERIOD_NS),
         ..RecordConfig::default()
     };
     let stop = AtomicBool::new(false);
     let (summary, bytes) = record(&mut source, &cfg, dir.path(), &stop);
     assert_eq!(summary.reason, StopReason::TargetsExited);
-    assert_eq!(summary.progress.samples, 1);
-    assert_eq!(summary.progress.off_cpu_samples, 2);
-    assert_eq!(summary.progress.lost_off_cpu, 5);
+    assert_eq!(summary.totals.counts.samples, 1);
+    assert_eq!(summary.totals.counts.off_cpu_samples, 2);
+    assert_eq!(summary.totals.counts.lost_off_cpu, 5);
 
     let (records, diag) = read_all(&bytes).expect("reads back");
     assert!(
@@ -275,7 +278,10 @@ fn a_capture_without_off_cpu_has_no_off_cpu_records() {
         ])
     };
     let cfg = RecordConfig {
-        targets: vec![me],
+        convert: ConvertConfig {
+            targets: vec![me],
+            ..ConvertConfig::default()
+        },
         flush_every: Duration::from_millis(20),
         ..RecordConfig::default()
     };

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use hotspot_format::{FrameAddr, ModuleKind, Record, read_all};
 use hotspot_recorder::event::{Event, Mapping, StackEnd, StackSample, UserRegs};
-use hotspot_recorder::{RecordConfig, StopReason};
+use hotspot_recorder::{ConvertConfig, RecordConfig, StopReason};
 use scripted::{ScriptedSource, comm, fake_proc, record};
 
 #[inline(never)]
@@ -68,15 +68,18 @@ fn samples_become_named_machine_independent_frames() {
         ..ScriptedSource::new(script)
     };
     let cfg = RecordConfig {
-        targets: vec![me],
+        convert: ConvertConfig {
+            targets: vec![me],
+            ..ConvertConfig::default()
+        },
         flush_every: Duration::from_millis(20),
         ..RecordConfig::default()
     };
     let stop = AtomicBool::new(false);
     let (summary, bytes) = record(&mut source, &cfg, dir.path(), &stop);
     assert_eq!(summary.reason, StopReason::TargetsExited);
-    assert_eq!(summary.progress.samples, 3);
-    assert_eq!(summary.progress.lost, 3);
+    assert_eq!(summary.totals.counts.samples, 3);
+    assert_eq!(summary.totals.counts.lost, 3);
 
     let (records, diag) = read_all(&bytes).expect("reads back");
     assert!(
@@ -225,7 +228,10 @@ fn stop_flag_and_duration_end_the_recording() {
     let dir = tempfile::tempdir().expect("tempdir");
     fake_proc(dir.path(), KALLSYMS);
     let cfg = RecordConfig {
-        targets: vec![std::process::id()],
+        convert: ConvertConfig {
+            targets: vec![std::process::id()],
+            ..ConvertConfig::default()
+        },
         duration: Some(Duration::from_millis(150)),
         ..RecordConfig::default()
     };
@@ -369,9 +375,12 @@ fn copied_stacks_are_unwound_with_cfi() {
         }],
     ]);
     let cfg = RecordConfig {
-        targets: vec![me],
+        convert: ConvertConfig {
+            targets: vec![me],
+            stack_cap: 65536,
+            ..ConvertConfig::default()
+        },
         flush_every: Duration::from_millis(20),
-        stack_cap: 65536,
         ..RecordConfig::default()
     };
     let (_, bytes) = record(&mut source, &cfg, dir.path(), &AtomicBool::new(false));
@@ -534,7 +543,10 @@ fn mapping_events_name_the_code_of_processes_already_gone() {
         ..ScriptedSource::new(script)
     };
     let cfg = RecordConfig {
-        targets: vec![parent],
+        convert: ConvertConfig {
+            targets: vec![parent],
+            ..ConvertConfig::default()
+        },
         flush_every: Duration::from_millis(20),
         ..RecordConfig::default()
     };

@@ -36,7 +36,7 @@ use process_table::ProcessTable;
 use user_stack::UserSample;
 
 /// What the core is told besides its events.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ConvertConfig {
     /// The processes recorded from the start (their forks join them).
     pub targets: Vec<u32>,
@@ -50,6 +50,18 @@ pub struct ConvertConfig {
     /// `--off-cpu`: the ns one off-CPU period stands for (the capture's `OffCpu`
     /// definition); `None`: the capture has no off-CPU data.
     pub off_cpu_period_ns: Option<u64>,
+}
+
+impl Default for ConvertConfig {
+    fn default() -> Self {
+        ConvertConfig {
+            targets: Vec::new(),
+            all_processes: false,
+            debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            stack_cap: 0,
+            off_cpu_period_ns: None,
+        }
+    }
 }
 
 /// Running totals.

@@ -17,6 +17,7 @@ use hotspot_format::BlockEvent;
 use super::machine;
 use super::proc_host::{ProcHost, process_exists};
 use crate::bpf::{BpfSampler, SamplerOptions};
+use crate::convert::ConvertConfig;
 use crate::error::RecorderError;
 use crate::launch::{Ending, GatedChild};
 use crate::privilege::PrivilegeError;
@@ -189,14 +190,16 @@ pub fn record(
         sampler.add_target(pid)?;
     }
     let cfg = RecordConfig {
-        targets: targets.clone(),
-        all_processes,
+        convert: ConvertConfig {
+            targets: targets.clone(),
+            all_processes,
+            stack_cap: opts.stack_cap,
+            // One period: what a CPU sample stands for (the kernel's period_ns).
+            off_cpu_period_ns: opts.off_cpu.then(|| 1_000_000_000 / u64::from(opts.freq)),
+            ..ConvertConfig::default()
+        },
         duration: opts.duration,
         flush_every: opts.flush_every,
-        stack_cap: opts.stack_cap,
-        // One period: what a CPU sample stands for (the kernel's period_ns).
-        off_cpu_period_ns: opts.off_cpu.then(|| 1_000_000_000 / u64::from(opts.freq)),
-        ..RecordConfig::default()
     };
     let mut host = ProcHost::live();
     match sampler.take_kernel_symbols() {
@@ -270,19 +273,19 @@ pub fn record(
             "bpf-lost {kernel_lost}\nbpf-lost-task-events {}\nmalformed {}\ncapture-lost {}\nlost-mapping-events {}\nmalformed-mapping-events {}\nbpf-lost-off-cpu {}\ncapture-lost-off-cpu {}\nunseen-switches {}\n",
             sampler.lost_task_events()?,
             sampler.malformed_records(),
-            summary.progress.lost,
-            summary.progress.lost_mappings,
+            summary.totals.counts.lost,
+            summary.totals.counts.lost_mappings,
             sampler.mapping_events_malformed(),
             sampler.lost_off_cpu()?,
-            summary.progress.lost_off_cpu,
+            summary.totals.counts.lost_off_cpu,
             sampler.unseen_switches()?
         );
         let _ = log.write_all(tail.as_bytes());
     }
-    if kernel_lost != summary.progress.lost {
+    if kernel_lost != summary.totals.counts.lost {
         observer.warning(Warning::LostCountsDiffer {
             kernel: kernel_lost,
-            capture: summary.progress.lost,
+            capture: summary.totals.counts.lost,
         });
     }
     if let Some(c) = &mut child
