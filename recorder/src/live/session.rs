@@ -77,7 +77,7 @@ impl SessionOptions {
             freq: 499,
             duration: None,
             follow_children: true,
-            stack_cap: 0,
+            stack_cap: crate::bpf::abi::MAX_STACK as u32,
             off_cpu: false,
             flush_every: RecordConfig::default().flush_every,
             ring_bytes: None,
