@@ -9,13 +9,14 @@ use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use hotspot_symbols::{ModuleFile, ModuleFiles};
 use hotspot_unwind::{
     AddressSpace, CodeAt, End, Frame, Regs, StackCopy, Unwinder, splice_frame_pointers,
 };
 
-use crate::mapping_table::MappingTable;
-use crate::module_file::{ModuleFile, ModuleFiles};
-use crate::proc_maps::MappingKind;
+use super::mapping_table::MappingTable;
+use crate::event::{MappingKind, UserRegs};
+use crate::host::Host;
 
 /// Why a stack stopped short of its root; named by the marker frame that ends it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -71,8 +72,8 @@ pub struct UserSample<'a> {
     pub fp_chain: &'a [u64],
 }
 
-impl From<crate::bpf::UserRegs> for Regs {
-    fn from(r: crate::bpf::UserRegs) -> Regs {
+impl From<UserRegs> for Regs {
+    fn from(r: UserRegs) -> Regs {
         Regs {
             ip: r.ip,
             sp: r.sp,
@@ -93,16 +94,16 @@ pub struct UserStacks {
     unwinder: Unwinder,
     frames: Vec<Frame>,
     debug_dirs: Vec<PathBuf>,
-    /// The vDSO image (the same in every process of this kernel), read from our own
-    /// process at the first frame in it.
+    /// The vDSO image (the same in every process of this kernel), as the host gave it,
+    /// and read as ELF at the first frame in it.
+    vdso_image: Option<Arc<[u8]>>,
     vdso: Option<Option<Arc<ModuleFile>>>,
-    proc_root: PathBuf,
     /// Code bytes read from targets' anonymous executable memory (see
     /// [`AddressSpace::read_code`]), by (pid, address).
     code: HashMap<(u32, u64), CodeBytes>,
 }
 
-/// Bytes of a target's code, as [`read_target_code`] read them.
+/// Bytes of a target's code, as the host read them, and how many it could.
 type CodeBytes = ([u8; CODE_BYTES], usize);
 
 /// Bytes of code read at a return address in code without CFI.
@@ -113,13 +114,13 @@ const CODE_BYTES: usize = 16;
 const MAX_CODE_SNIPPETS: usize = 4096;
 
 impl UserStacks {
-    pub fn new(debug_dirs: Vec<PathBuf>, proc_root: PathBuf) -> Self {
+    pub fn new(debug_dirs: Vec<PathBuf>, vdso_image: Option<Arc<[u8]>>) -> Self {
         UserStacks {
             unwinder: Unwinder::new(),
             frames: Vec::new(),
             debug_dirs,
+            vdso_image,
             vdso: None,
-            proc_root,
             code: HashMap::default(),
         }
     }
@@ -130,12 +131,14 @@ impl UserStacks {
         &mut self,
         maps: &mut MappingTable,
         files: &mut ModuleFiles,
+        host: &mut dyn Host,
         sample: &UserSample,
     ) -> (&[Frame], Option<Reason>) {
-        let vdso = self.vdso_image();
+        let vdso = self.vdso_file();
         let mut space = Space {
             maps,
             files,
+            host,
             pid: sample.pid,
             time_ns: sample.time_ns,
             vdso: vdso.as_deref(),
@@ -164,7 +167,7 @@ impl UserStacks {
         }
         let mut module = || {
             let last = self.frames.last().map_or(sample.regs.ip, |f| f.addr);
-            space_module_name(space.maps, sample.pid, last, sample.time_ns)
+            space_module_name(space.maps, space.host, sample.pid, last, sample.time_ns)
         };
         let reason = match end {
             End::Complete => None,
@@ -180,41 +183,26 @@ impl UserStacks {
         (&self.frames, reason)
     }
 
-    fn vdso_image(&mut self) -> Option<Arc<ModuleFile>> {
+    fn vdso_file(&mut self) -> Option<Arc<ModuleFile>> {
+        let image = &self.vdso_image;
         self.vdso
             .get_or_insert_with(|| {
-                let image = crate::module_file::own_vdso_image(&self.proc_root)?;
-                ModuleFile::from_image(Path::new("[vdso]"), &image).map(Arc::new)
+                ModuleFile::from_image(Path::new("[vdso]"), image.as_deref()?).map(Arc::new)
             })
             .clone()
     }
 }
 
-/// Up to [`CODE_BYTES`] bytes of `pid`'s memory at `avma` (as root, with
-/// `process_vm_readv`: one call, no file descriptor kept); none when it cannot be read.
-fn read_target_code(pid: u32, avma: u64) -> CodeBytes {
-    let mut buf = [0u8; CODE_BYTES];
-    let (Ok(pid), Ok(addr)) = (libc::pid_t::try_from(pid), usize::try_from(avma)) else {
-        return (buf, 0);
-    };
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    // SAFETY: `local` describes `buf`, which outlives the call; `remote` is only read by
-    // the kernel, in the target's address space, and a bad address is an error there.
-    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-    (buf, usize::try_from(n).unwrap_or(0))
-}
-
 /// The file name of the mapping holding `addr` in `pid` (for a reason's text).
-fn space_module_name(maps: &mut MappingTable, pid: u32, addr: u64, time_ns: u64) -> String {
+fn space_module_name(
+    maps: &mut MappingTable,
+    host: &mut dyn Host,
+    pid: u32,
+    addr: u64,
+    time_ns: u64,
+) -> String {
     let m = maps
-        .find(pid, addr, time_ns)
+        .find(pid, addr, time_ns, host)
         .and_then(|i| maps.mapping(pid, i).cloned());
     match m {
         Some(m) if m.kind() == MappingKind::File => Path::new(&m.path)
@@ -238,6 +226,7 @@ struct Hit {
 struct Space<'a> {
     maps: &'a mut MappingTable,
     files: &'a mut ModuleFiles,
+    host: &'a mut dyn Host,
     pid: u32,
     time_ns: u64,
     vdso: Option<&'a ModuleFile>,
@@ -289,7 +278,7 @@ impl AddressSpace for Space<'_> {
                 }
             }
             MappingKind::File => {
-                let Some(file) = self.maps.file_of(self.files, self.pid, idx) else {
+                let Some(file) = self.maps.file_of(self.files, self.pid, idx, self.host) else {
                     // Not readable as ELF: all that is left is the frame-pointer rule.
                     return CodeAt::Anonymous;
                 };
@@ -332,14 +321,16 @@ impl Space<'_> {
         if self.code.len() >= MAX_CODE_SNIPPETS {
             self.code.clear();
         }
-        let c = read_target_code(self.pid, avma);
+        let mut bytes = [0u8; CODE_BYTES];
+        let n = self.host.read_memory(self.pid, avma, &mut bytes);
+        let c = (bytes, n.min(CODE_BYTES));
         self.code.insert((self.pid, avma), c);
         c
     }
 
     /// Index, kind, start, end and file offset of the executable mapping holding `avma`.
     fn mapping(&mut self, avma: u64) -> Option<(usize, MappingKind, u64, u64, u64)> {
-        let idx = self.maps.find(self.pid, avma, self.time_ns)?;
+        let idx = self.maps.find(self.pid, avma, self.time_ns, self.host)?;
         let m = self.maps.mapping(self.pid, idx)?;
         Some((idx, m.kind(), m.start, m.end, m.offset))
     }

@@ -3,9 +3,11 @@
 //! named is [`hotspot_symbols`]' business (the same library names frames again for
 //! `--symbols`); here is only what depends on the recording: the worker, which module
 //! goes first, the vDSO image and the JIT maps of live processes.
+//!
+//! (The crate `hotspot_symbols` names code; this module runs it beside a recording.)
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::thread::JoinHandle;
@@ -17,8 +19,8 @@ use hotspot_symbols::{ModuleFile, Named, Symbolizer};
 
 pub use hotspot_symbols::Loc;
 
-use crate::module_table::ModuleInfo;
-use crate::normalizer::SymbolRequest;
+use crate::convert::module_table::ModuleInfo;
+use crate::convert::normalizer::SymbolRequest;
 
 /// The name of one frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,13 +67,14 @@ pub struct SymbolWorker {
 }
 
 impl SymbolWorker {
-    pub fn start(debug_dirs: Vec<PathBuf>, proc_root: PathBuf) -> std::io::Result<Self> {
+    /// Starts the thread; `vdso_image` is the vDSO's bytes, for naming frames in it.
+    pub fn start(debug_dirs: Vec<PathBuf>, vdso_image: Option<Arc<[u8]>>) -> std::io::Result<Self> {
         let (tx, req_rx) = channel::<Batch>();
         let (res_tx, rx) = channel();
         let handle = std::thread::Builder::new()
             .name("hotspot-symbols".into())
             .spawn(move || {
-                let mut resolver = Resolver::new(debug_dirs, proc_root);
+                let mut resolver = Resolver::new(debug_dirs, vdso_image);
                 loop {
                     match req_rx.recv_timeout(IDLE) {
                         Ok(batch) => {
@@ -120,17 +123,17 @@ impl SymbolWorker {
 /// The worker thread's state.
 struct Resolver {
     symbolizer: Symbolizer,
-    proc_root: PathBuf,
+    vdso_image: Option<Arc<[u8]>>,
     perf_maps: PerfMaps,
     /// Our own vDSO, dumped to a file at first use (`None` inside when that failed).
     vdso: Option<Option<(PathBuf, Arc<ModuleFile>)>>,
 }
 
 impl Resolver {
-    fn new(debug_dirs: Vec<PathBuf>, proc_root: PathBuf) -> Self {
+    fn new(debug_dirs: Vec<PathBuf>, vdso_image: Option<Arc<[u8]>>) -> Self {
         Resolver {
             symbolizer: Symbolizer::new(debug_dirs),
-            proc_root,
+            vdso_image,
             perf_maps: PerfMaps::default(),
             vdso: None,
         }
@@ -152,10 +155,7 @@ impl Resolver {
         // Then small objects before big ones: a program's own frames should not wait for
         // libc's debug info to load.
         work.sort_by_key(|(info, _)| {
-            let ephemeral = info.kind == ModuleKind::Jit
-                || info
-                    .open_path()
-                    .is_some_and(|p| p.starts_with(&self.proc_root));
+            let ephemeral = info.ephemeral();
             let size = info
                 .open_path()
                 .and_then(|p| std::fs::metadata(p).ok())
@@ -226,10 +226,10 @@ impl Resolver {
     /// The vDSO is the same in every process of this kernel: dump ours once to a file so
     /// it can be read like any ELF object.
     fn vdso_image(&mut self) -> Option<Arc<ModuleFile>> {
-        let proc_root = &self.proc_root;
+        let image = &self.vdso_image;
         self.vdso
             .get_or_insert_with(|| {
-                let path = dump_vdso(proc_root)?;
+                let path = dump_vdso(image.as_deref()?)?;
                 let file = ModuleFile::open(&path).ok()?;
                 Some((path, Arc::new(file)))
             })
@@ -254,9 +254,8 @@ fn push_named(reqs: &[SymbolRequest], named: Vec<Option<Named>>, out: &mut Vec<R
     }
 }
 
-fn dump_vdso(proc_root: &Path) -> Option<PathBuf> {
-    let image = crate::module_file::own_vdso_image(proc_root)?;
+fn dump_vdso(image: &[u8]) -> Option<PathBuf> {
     let path = std::env::temp_dir().join(format!("hotspot-vdso-{}.so", std::process::id()));
-    std::fs::write(&path, &image).ok()?;
+    std::fs::write(&path, image).ok()?;
     Some(path)
 }

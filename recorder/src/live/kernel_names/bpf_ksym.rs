@@ -11,26 +11,14 @@ use aya::maps::{Array, Map, MapData, MapError};
 use aya::programs::ProgramFd;
 
 use super::KernelName;
+use crate::bpf::abi::{HS_KSYM_LEN, HsKsym};
 
-/// `HS_KSYM_LEN` in `ebpf/sample.h`.
-const KSYM_LEN: usize = 512;
+/// Most bytes of a name (`HS_KSYM_LEN`).
+const KSYM_LEN: usize = HS_KSYM_LEN as usize;
 
-/// Byte-for-byte mirror of `struct hs_ksym` in `ebpf/sample.h`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct RawKsym {
-    /// bpf_snprintf's result: the length the whole text needs, NUL included; negative
-    /// on error.
-    len: i64,
-    name: [u8; KSYM_LEN],
-}
-
-// A mismatch with the C struct would misread every name; fail the build instead.
-const _: () = assert!(size_of::<RawKsym>() == 8 + KSYM_LEN);
-
-// SAFETY: an integer and a byte array with no padding between or after them (size
-// asserted above); every bit pattern is a valid value.
-unsafe impl aya::Pod for RawKsym {}
+// SAFETY: an integer and a byte array with no padding between or after them (its size,
+// asserted by the generated layout, is their sum); every bit pattern is a valid value.
+unsafe impl aya::Pod for HsKsym {}
 
 /// `BPF_PROG_TEST_RUN`'s part of `union bpf_attr` (`linux/bpf.h`), up to `batch_size`.
 /// Passing only this much is allowed: the kernel zero-fills the rest of the union.
@@ -66,7 +54,7 @@ const BPF_PROG_TEST_RUN: libc::c_long = 10;
 /// so it outlives the [`BpfSampler`](crate::bpf::BpfSampler) it came from.
 pub struct BpfKernelSymbols {
     prog: ProgramFd,
-    out: Array<MapData, RawKsym>,
+    out: Array<MapData, HsKsym>,
 }
 
 impl std::fmt::Debug for BpfKernelSymbols {

@@ -4,23 +4,22 @@
 // Every frame of every sample is looked up: a fast hash matters here. The keys a target
 // can choose (code addresses) are bounded by the code it maps.
 use rustc_hash::FxHashMap as HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use hotspot_format::{
     FormatError, FrameAddr, FrameId, ModuleId, ModuleKind, Record, SourceLoc, Symbol,
 };
-
-use crate::frame_table::FrameTable;
-use crate::kernel_names::{KernelName, KernelSymbols};
-use crate::mapping_table::MappingTable;
-use crate::module_file::ModuleFiles;
-use crate::module_table::ModuleTable;
-use crate::proc_maps::MappingKind;
-use crate::process_table::ProcessTable;
-use crate::sink::Sink;
-use crate::user_stack::{Reason, UserSample, UserStacks};
-use hotspot_symbols::build_id;
+use hotspot_symbols::ModuleFiles;
 use hotspot_unwind::Frame;
+
+use super::frame_table::FrameTable;
+use super::mapping_table::MappingTable;
+use super::module_table::{ModuleInfo, ModuleTable};
+use super::user_stack::{Reason, UserSample, UserStacks};
+use crate::event::MappingKind;
+use crate::host::{Host, KernelName};
+use crate::sink::Sink;
 
 /// A user frame that still needs a name (resolved off the sampling path).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,23 +49,20 @@ pub const UNKNOWN_MODULE: &str = "[unknown]";
 /// user stack is garbage, and anything below it in a kernel stack too.
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
-/// Turns raw stacks into frame ids, writing modules, frames and kernel symbols.
-#[derive(Debug)]
+/// Turns raw stacks into frame ids, writing modules, frames and kernel symbols. The
+/// mappings the addresses are looked up in, and the host that answers what they do not
+/// tell, are the caller's.
+#[derive(Debug, Default)]
 pub struct Normalizer {
-    pub procs: ProcessTable,
-    /// Every traced process's executable mappings, as they change.
-    pub maps: MappingTable,
-    pub modules: ModuleTable,
-    pub frames: FrameTable,
+    modules: ModuleTable,
+    frames: FrameTable,
     /// Every ELF file read, once, for module identity, unwinding and symbols.
-    pub files: ModuleFiles,
-    kallsyms: KernelSymbols,
+    files: ModuleFiles,
     /// Kernel address → frame, so repeated kernel addresses skip the symbol lookup.
     kernel_cache: HashMap<u64, FrameId>,
-    /// Kernel address → whether it is in the tracing machinery (see [`Self::tracing_frames`]).
+    /// Kernel address → whether it is in the sampling machinery (see [`Self::tracing_frames`]).
     tracing_cache: HashMap<u64, bool>,
     kernel_build_ids: HashMap<Option<String>, Vec<u8>>,
-    sys_root: PathBuf,
     pending: Vec<SymbolRequest>,
     /// The CFI unwinder, once [`Normalizer::enable_cfi`] was called.
     user_stacks: Option<UserStacks>,
@@ -77,48 +73,44 @@ pub struct Normalizer {
 }
 
 impl Normalizer {
-    pub fn new(procs: ProcessTable, kallsyms: KernelSymbols, sys_root: impl Into<PathBuf>) -> Self {
-        Normalizer {
-            maps: MappingTable::new(procs.proc_root()),
-            procs,
-            modules: ModuleTable::default(),
-            frames: FrameTable::default(),
-            files: ModuleFiles::default(),
-            kallsyms,
-            kernel_cache: HashMap::default(),
-            tracing_cache: HashMap::default(),
-            kernel_build_ids: HashMap::default(),
-            sys_root: sys_root.into(),
-            pending: Vec::new(),
-            user_stacks: None,
-            markers: None,
-            marker_frames: HashMap::default(),
-            scratch: Vec::new(),
-        }
-    }
-
-    /// How many leading frames of an off-CPU sample's kernel stack are the tracing
-    /// machinery that took it (the BPF program, `bpf_trace_run1`, a `__bpf_trace_*` stub)
-    /// rather than the path the thread blocked in: a raw tracepoint's stack starts where
-    /// the program runs, a tick's where it interrupted.
-    pub fn tracing_frames(&mut self, kernel: &[u64]) -> usize {
-        let kallsyms = &mut self.kallsyms;
+    /// How many leading frames of an off-CPU sample's kernel stack are the machinery that
+    /// took it rather than the path the thread blocked in (the host knows which: see
+    /// [`Host::in_sampler`]): a tracepoint's stack starts where the sampler runs, a tick's
+    /// where it interrupted.
+    pub fn tracing_frames(&mut self, kernel: &[u64], host: &mut dyn Host) -> usize {
         let cache = &mut self.tracing_cache;
         kernel
             .iter()
-            .take_while(|&&addr| {
-                *cache.entry(addr).or_insert_with(|| {
-                    kallsyms
-                        .resolve(addr)
-                        .is_some_and(|k| is_tracing_function(&k.name))
-                })
-            })
+            .take_while(|&&addr| *cache.entry(addr).or_insert_with(|| host.in_sampler(addr)))
             .count()
     }
 
-    /// User frames created since the last call, to be symbolised.
-    pub fn take_symbol_requests(&mut self) -> Vec<SymbolRequest> {
+    /// User frames created since the last call, to be symbolised, with their modules.
+    pub fn take_symbol_requests(&mut self) -> Vec<(SymbolRequest, ModuleInfo)> {
+        let modules = &self.modules;
         std::mem::take(&mut self.pending)
+            .into_iter()
+            .filter_map(|r| modules.get(r.module).cloned().map(|m| (r, m)))
+            .collect()
+    }
+
+    /// The id of a sample's stack (frames as [`Normalizer::stack`] gave them), writing it
+    /// the first time.
+    pub fn stack_id(
+        &mut self,
+        frames: &[FrameId],
+        sink: &mut impl Sink,
+    ) -> Result<u32, FormatError> {
+        self.frames.stack(frames, sink)
+    }
+
+    /// Distinct stacks and frames so far.
+    pub fn stack_count(&self) -> usize {
+        self.frames.stack_count()
+    }
+
+    pub fn frame_count(&self) -> usize {
+        self.frames.frame_count()
     }
 
     /// Unwinds user stacks with call-frame information over copied stack bytes from now
@@ -127,6 +119,7 @@ impl Normalizer {
     pub fn enable_cfi(
         &mut self,
         debug_dirs: Vec<PathBuf>,
+        vdso_image: Option<Arc<[u8]>>,
         sink: &mut impl Sink,
     ) -> Result<ModuleId, FormatError> {
         let (id, new) = self
@@ -136,46 +129,46 @@ impl Normalizer {
             self.write_module(id, sink)?;
         }
         self.markers = Some(id);
-        self.user_stacks = Some(UserStacks::new(
-            debug_dirs,
-            self.procs.proc_root().to_path_buf(),
-        ));
+        self.user_stacks = Some(UserStacks::new(debug_dirs, vdso_image));
         Ok(id)
     }
 
     /// Appends the frames of one sample (kernel leaf first, then user leaf first, then a
-    /// marker if the user stack stopped short) to `out`.
+    /// marker if the user stack stopped short) to `out`: user addresses are looked up in
+    /// `maps`, and what neither they nor the tables know is asked of `host`.
     pub fn stack(
         &mut self,
-        pid: u32,
-        kernel: &[u64],
-        user: UserPart<'_>,
-        now_ns: u64,
+        sample: Sampled<'_>,
+        maps: &mut MappingTable,
+        host: &mut dyn Host,
         sink: &mut impl Sink,
         out: &mut Vec<FrameId>,
     ) -> Result<(), FormatError> {
-        for &addr in kernel {
+        let mut cx = Context { maps, host, sink };
+        for &addr in sample.kernel {
             if addr >= KERNEL_START {
-                out.push(self.kernel_frame(addr, sink)?);
+                out.push(self.kernel_frame(addr, &mut cx)?);
             }
         }
-        match user {
-            UserPart::FramePointers(chain) => self.fp_frames(pid, chain, now_ns, sink, out),
-            UserPart::Copied(sample) => self.unwound_frames(&sample, sink, out),
+        match sample.user {
+            UserPart::FramePointers(chain) => {
+                self.fp_frames(sample.pid, chain, sample.time_ns, &mut cx, out)
+            }
+            UserPart::Copied(user) => self.unwound_frames(&user, &mut cx, out),
         }
     }
 
     /// The user side of a CFI sample: unwound here, then named like any frame.
-    fn unwound_frames(
+    fn unwound_frames<S: Sink>(
         &mut self,
         sample: &UserSample<'_>,
-        sink: &mut impl Sink,
+        cx: &mut Context<'_, S>,
         out: &mut Vec<FrameId>,
     ) -> Result<(), FormatError> {
         let Some(stacks) = self.user_stacks.as_mut() else {
-            return self.fp_frames(sample.pid, sample.fp_chain, sample.time_ns, sink, out);
+            return self.fp_frames(sample.pid, sample.fp_chain, sample.time_ns, cx, out);
         };
-        let (frames, reason) = stacks.unwind(&mut self.maps, &mut self.files, sample);
+        let (frames, reason) = stacks.unwind(cx.maps, &mut self.files, cx.host, sample);
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         scratch.extend_from_slice(frames);
@@ -187,7 +180,7 @@ impl Normalizer {
             } else {
                 f.addr.wrapping_sub(1)
             };
-            match self.user_frame(sample.pid, lookup, sample.time_ns, sink) {
+            match self.user_frame(sample.pid, lookup, sample.time_ns, cx) {
                 Ok(id) => out.push(id),
                 Err(e) => {
                     result = Err(e);
@@ -198,7 +191,7 @@ impl Normalizer {
         self.scratch = scratch;
         result?;
         if let Some(reason) = reason {
-            out.push(self.marker_frame(&reason, sink)?);
+            out.push(self.marker_frame(&reason, cx.sink)?);
         }
         Ok(())
     }
@@ -214,7 +207,7 @@ impl Normalizer {
         }
         let module = match self.markers {
             Some(m) => m,
-            None => self.enable_cfi(Vec::new(), sink)?,
+            None => self.enable_cfi(Vec::new(), None, sink)?,
         };
         let code = self.marker_frames.len() as u64;
         let (frame, new) = self
@@ -234,12 +227,12 @@ impl Normalizer {
     }
 
     /// The kernel's frame-pointer walk: the interrupted PC, then return addresses.
-    fn fp_frames(
+    fn fp_frames<S: Sink>(
         &mut self,
         pid: u32,
         user: &[u64],
         now_ns: u64,
-        sink: &mut impl Sink,
+        cx: &mut Context<'_, S>,
         out: &mut Vec<FrameId>,
     ) -> Result<(), FormatError> {
         for (i, &addr) in user.iter().enumerate() {
@@ -249,27 +242,27 @@ impl Normalizer {
             // Return addresses point after the call; step back into the call instruction
             // so the frame (and its line) is the call site. The leaf is the interrupted PC.
             let lookup = if i == 0 { addr } else { addr - 1 };
-            out.push(self.user_frame(pid, lookup, now_ns, sink)?);
+            out.push(self.user_frame(pid, lookup, now_ns, cx)?);
         }
         Ok(())
     }
 
-    fn user_frame(
+    fn user_frame<S: Sink>(
         &mut self,
         pid: u32,
         addr: u64,
         now_ns: u64,
-        sink: &mut impl Sink,
+        cx: &mut Context<'_, S>,
     ) -> Result<FrameId, FormatError> {
-        let (module, offset) = match self.maps.find(pid, addr, now_ns) {
-            Some(idx) => self.mapped(pid, idx, addr, sink)?,
-            // In no mapping the events or /proc told of: a corrupt frame pointer, or a
+        let (module, offset) = match cx.maps.find(pid, addr, now_ns, cx.host) {
+            Some(idx) => self.mapped(pid, idx, addr, cx)?,
+            // In no mapping the events or the host told of: a corrupt frame pointer, or a
             // mapping whose event was lost. Not JIT code: nothing says it is code at all.
-            None => (self.unknown_module(sink)?, addr),
+            None => (self.unknown_module(cx.sink)?, addr),
         };
         let (frame, new) = self
             .frames
-            .frame(module, FrameAddr::FileOffset(offset), sink)?;
+            .frame(module, FrameAddr::FileOffset(offset), cx.sink)?;
         if new {
             self.pending.push(SymbolRequest {
                 frame,
@@ -281,15 +274,15 @@ impl Normalizer {
     }
 
     /// Module and file offset of an address inside `pid`'s mapping `idx`.
-    fn mapped(
+    fn mapped<S: Sink>(
         &mut self,
         pid: u32,
         idx: usize,
         addr: u64,
-        sink: &mut impl Sink,
+        cx: &mut Context<'_, S>,
     ) -> Result<(ModuleId, u64), FormatError> {
-        let Some(m) = self.maps.mapping(pid, idx) else {
-            return Ok((self.unknown_module(sink)?, addr));
+        let Some(m) = cx.maps.mapping(pid, idx) else {
+            return Ok((self.unknown_module(cx.sink)?, addr));
         };
         let kind = m.kind();
         let offset = match kind {
@@ -297,7 +290,7 @@ impl Normalizer {
             MappingKind::Vdso => addr - m.start,
             MappingKind::Anonymous => addr,
         };
-        if let Some(id) = self.maps.module(pid, idx) {
+        if let Some(id) = cx.maps.module(pid, idx) {
             return Ok((id, offset));
         }
         // Copied only for a mapping seen for the first time: this runs for every user
@@ -305,7 +298,7 @@ impl Normalizer {
         let m = m.clone();
         let (id, new) = match kind {
             MappingKind::File => {
-                let file = self.maps.file_of(&mut self.files, pid, idx);
+                let file = cx.maps.file_of(&mut self.files, pid, idx, cx.host);
                 let bid = file
                     .as_ref()
                     .map(|f| f.build_id().to_vec())
@@ -314,7 +307,7 @@ impl Normalizer {
                 // symbols of whatever is there now be read for it.
                 let gone = match &file {
                     Some(f) => !f.at_recorded_path(),
-                    None => !crate::module_file::still_at_path(&m),
+                    None => !cx.host.still_at_path(&m),
                 };
                 let path = if gone {
                     format!("{} (deleted)", m.path)
@@ -328,12 +321,12 @@ impl Normalizer {
                 self.modules
                     .intern(ModuleKind::Vdso, "[vdso]", &[], None, Some(pid))
             }
-            MappingKind::Anonymous => return Ok((self.jit_module(pid, sink)?, addr)),
+            MappingKind::Anonymous => return Ok((self.jit_module(pid, cx.sink)?, addr)),
         };
         if new {
-            self.write_module(id, sink)?;
+            self.write_module(id, cx.sink)?;
         }
-        self.maps.set_module(pid, idx, id);
+        cx.maps.set_module(pid, idx, id);
         Ok((id, offset))
     }
 
@@ -370,7 +363,11 @@ impl Normalizer {
         }
     }
 
-    fn kernel_frame(&mut self, addr: u64, sink: &mut impl Sink) -> Result<FrameId, FormatError> {
+    fn kernel_frame<S: Sink>(
+        &mut self,
+        addr: u64,
+        cx: &mut Context<'_, S>,
+    ) -> Result<FrameId, FormatError> {
         if let Some(&f) = self.kernel_cache.get(&addr) {
             return Ok(f);
         }
@@ -378,26 +375,26 @@ impl Normalizer {
             name,
             offset,
             module,
-        } = self.kallsyms.resolve(addr).unwrap_or_else(|| KernelName {
+        } = cx.host.kernel_name(addr).unwrap_or_else(|| KernelName {
             name: "[unknown kernel]".to_string(),
             offset: 0,
             module: None,
         });
-        let build_id = self.kernel_build_id(&module);
+        let build_id = self.kernel_build_id(&module, cx.host);
         let (kind, path) = match &module {
             None => (ModuleKind::Kernel, "[kernel.kallsyms]".to_string()),
             Some(m) => (ModuleKind::KernelModule, m.clone()),
         };
         let (mid, new) = self.modules.intern(kind, &path, &build_id, None, None);
         if new {
-            self.write_module(mid, sink)?;
+            self.write_module(mid, cx.sink)?;
         }
-        let symbol = sink.intern(&name);
+        let symbol = cx.sink.intern(&name);
         let (frame, new) =
             self.frames
-                .frame(mid, FrameAddr::KernelSymbol { symbol, offset }, sink)?;
+                .frame(mid, FrameAddr::KernelSymbol { symbol, offset }, cx.sink)?;
         if new {
-            sink.push(Record::Symbol(Symbol {
+            cx.sink.push(Record::Symbol(Symbol {
                 frame,
                 function: symbol,
                 loc: SourceLoc::default(),
@@ -408,46 +405,29 @@ impl Normalizer {
         Ok(frame)
     }
 
-    fn kernel_build_id(&mut self, module: &Option<String>) -> Vec<u8> {
+    fn kernel_build_id(&mut self, module: &Option<String>, host: &mut dyn Host) -> Vec<u8> {
         if let Some(id) = self.kernel_build_ids.get(module) {
             return id.clone();
         }
-        let path = match module {
-            None => self.sys_root.join("kernel/notes"),
-            Some(m) => self
-                .sys_root
-                .join("module")
-                .join(m)
-                .join("notes/.note.gnu.build-id"),
-        };
-        let id = read_notes(&path).unwrap_or_default();
+        let id = host.kernel_build_id(module.as_deref());
         self.kernel_build_ids.insert(module.clone(), id.clone());
         id
     }
-
-    /// Kernel frames went unnamed for want of readable kernel symbols.
-    pub fn kallsyms_empty(&self) -> bool {
-        self.kallsyms.missing()
-    }
-
-    /// Names kernel frames through the kernel itself rather than /proc/kallsyms.
-    pub fn use_bpf_kernel_symbols(&mut self, bpf: crate::kernel_names::BpfKernelSymbols) {
-        self.kallsyms.use_bpf(bpf);
-    }
-
-    /// Reads /proc/kallsyms now rather than at the first kernel frame.
-    pub fn read_kallsyms_now(&mut self) {
-        self.kallsyms.read_now();
-    }
 }
 
-/// The functions a BPF program attached to a raw tracepoint runs under.
-fn is_tracing_function(name: &str) -> bool {
-    name.starts_with("bpf_prog_")
-        || name.starts_with("bpf_trace_run")
-        || name.starts_with("__bpf_trace_")
+/// One sample's stacks as the normaliser takes them.
+#[derive(Debug, Clone, Copy)]
+pub struct Sampled<'a> {
+    pub pid: u32,
+    pub time_ns: u64,
+    /// Kernel frames, leaf first.
+    pub kernel: &'a [u64],
+    pub user: UserPart<'a>,
 }
 
-fn read_notes(path: &Path) -> Option<Vec<u8>> {
-    build_id::of_notes(&std::fs::read(path).ok()?)
+/// What one call of [`Normalizer::stack`] works with besides its own tables.
+struct Context<'a, S> {
+    maps: &'a mut MappingTable,
+    host: &'a mut dyn Host,
+    sink: &'a mut S,
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use hotspot_format::{Module, ModuleId, ModuleKind};
 
-use crate::module_file::ModuleFile;
+use hotspot_symbols::ModuleFile;
 
 /// What the recorder knows about a module beyond what goes on disk.
 #[derive(Debug, Clone)]
@@ -17,9 +17,9 @@ pub struct ModuleInfo {
     /// Path as recorded (`/usr/lib/libc.so.6`, `[vdso]`, `[jit:PID]`, kernel module name).
     pub path: String,
     pub build_id: Vec<u8>,
-    /// The file as opened once for the unwinder and the symboliser: from the recorded
-    /// path if its build-id matches, else from `/proc/PID/map_files/…` (valid only while
-    /// the process lives).
+    /// The file as the host opened it, once, for the unwinder and the symboliser: from
+    /// the recorded path if its build-id matches, else however the host still reaches the
+    /// file mapped (live: `/proc/PID/map_files/…`, or a descriptor held open).
     pub file: Option<Arc<ModuleFile>>,
     /// Owning process for per-process modules (JIT maps).
     pub pid: Option<u32>,
@@ -29,6 +29,12 @@ impl ModuleInfo {
     /// Where the symboliser can read the object.
     pub fn open_path(&self) -> Option<&Path> {
         self.file.as_deref().map(ModuleFile::path)
+    }
+
+    /// Its names may vanish with its process: a JIT's perf map is deleted at exit, and a
+    /// file no longer at its path is reached only as long as the host can.
+    pub fn ephemeral(&self) -> bool {
+        self.kind == ModuleKind::Jit || self.file.as_ref().is_some_and(|f| !f.at_recorded_path())
     }
 
     /// The on-disk record for this module.

@@ -1,4 +1,5 @@
-//! Facts about the recording machine for the capture's session header.
+//! The recording machine's clocks, and the facts about it its capture's session header
+//! holds.
 
 use std::path::Path;
 

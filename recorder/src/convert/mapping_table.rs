@@ -1,24 +1,24 @@
-//! The executable mappings of every traced process, as they change: a `/proc` snapshot
-//! for what existed before recording started, then the kernel's mapping events (mmap,
-//! exec, fork) applied in time order with the samples, so a process that has exited by
-//! the time its samples are read still has the mappings it had when they were taken.
+//! The executable mappings of every traced process, as they change: what the host says
+//! existed before the events started (a snapshot), then the mapping events (mmap, exec,
+//! fork) applied in time order with the samples, so a process that has exited by the
+//! time its samples are read still has the mappings it had when they were taken.
 
 // Every frame of every sample is looked up: a fast hash matters here. The keys a target
 // can choose (pids) are bounded by the kernel's pid space.
 use rustc_hash::FxHashMap as HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use hotspot_format::ModuleId;
+use hotspot_symbols::{ModuleFile, ModuleFiles};
 
-use crate::module_file::{self, ModuleFile, ModuleFiles};
-use crate::proc_maps::{self, Mapping};
+use crate::event::Mapping;
+use crate::host::Host;
 
 /// Where a process's mappings come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Source {
-    /// Read from `/proc/PID/maps` (the process existed before its first event): a miss
-    /// may mean a mapping made before the events started, so it re-reads.
+    /// Asked of the host (the process existed before its first event): a miss may mean a
+    /// mapping made before the events started, so it asks again.
     Snapshot,
     /// Known from the process's start (its fork or exec) through events alone.
     Events,
@@ -35,10 +35,10 @@ pub struct ProcessMaps {
     /// filled lazily; shared through [`ModuleFiles`].
     pub files: Vec<Option<Option<Arc<ModuleFile>>>>,
     source: Source,
-    /// Monotonic ns from which events apply: when `/proc` was read (an older event is
-    /// already in what was read), or the fork or exec the mappings start from.
+    /// Monotonic ns from which events apply: when the host was asked (an older event is
+    /// already in its answer), or the fork or exec the mappings start from.
     since_ns: u64,
-    /// `/proc` had nothing (the process was gone): no point reading it again.
+    /// The host had nothing (the process was gone): no point asking again.
     gone: bool,
 }
 
@@ -108,61 +108,56 @@ const MAX_MAPPINGS: usize = 4096;
 const MAPS_REFRESH_NS: u64 = 5_000_000;
 
 /// Every traced process's mappings.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct MappingTable {
-    proc_root: PathBuf,
     spaces: HashMap<u32, ProcessMaps>,
     /// Mapping events were lost: maps known from events may be incomplete, so a miss
-    /// re-reads `/proc` for them too.
+    /// asks the host for them too.
     events_lost: bool,
 }
 
 impl MappingTable {
-    pub fn new(proc_root: impl Into<PathBuf>) -> Self {
-        MappingTable {
-            proc_root: proc_root.into(),
-            spaces: HashMap::default(),
-            events_lost: false,
-        }
+    /// Asks the host for `pid`'s mappings now, unless they are known already.
+    pub fn snapshot(&mut self, pid: u32, host: &mut dyn Host) {
+        self.entry(pid, host);
     }
 
-    /// Reads `pid`'s mappings from `/proc` now, unless they are known already.
-    pub fn snapshot(&mut self, pid: u32) {
-        self.entry(pid);
+    fn entry(&mut self, pid: u32, host: &mut dyn Host) -> &mut ProcessMaps {
+        self.spaces.entry(pid).or_insert_with(|| read(host, pid))
     }
 
-    fn entry(&mut self, pid: u32) -> &mut ProcessMaps {
-        let root = &self.proc_root;
-        self.spaces.entry(pid).or_insert_with(|| read(root, pid))
-    }
-
-    /// The maps of `pid` (read from `/proc` the first time a process without events is
+    /// The maps of `pid` (asked of the host the first time a process without events is
     /// seen).
     #[cfg(test)]
-    pub fn get(&mut self, pid: u32) -> &ProcessMaps {
-        self.entry(pid)
+    pub fn get(&mut self, pid: u32, host: &mut dyn Host) -> &ProcessMaps {
+        self.entry(pid, host)
     }
 
     /// Index of the mapping of `pid` holding `addr` in a sample taken at `sample_ns`.
-    /// A miss re-reads `/proc` where that can explain it: maps read from there (a
-    /// library mapped between the read and the first events), or any maps once
-    /// mapping events were lost; never for a sample older than the read (an older
-    /// sample cannot be explained by a newer mapping), and at most every 5 ms.
-    pub fn find(&mut self, pid: u32, addr: u64, sample_ns: u64) -> Option<usize> {
+    /// A miss asks the host again where that can explain it: maps it gave (a library
+    /// mapped between its answer and the first events), or any maps once mapping events
+    /// were lost; never for a sample older than the answer (an older sample cannot be
+    /// explained by a newer mapping), and at most every 5 ms.
+    pub fn find(
+        &mut self,
+        pid: u32,
+        addr: u64,
+        sample_ns: u64,
+        host: &mut dyn Host,
+    ) -> Option<usize> {
         let events_lost = self.events_lost;
-        let root = self.proc_root.clone();
-        let e = self.entry(pid);
+        let e = self.entry(pid, host);
         if let Some(i) = index(&e.maps, addr) {
             return Some(i);
         }
         if e.gone || (e.source == Source::Events && !events_lost) {
             return None;
         }
-        let now = crate::session::monotonic_ns();
+        let now = host.now_ns();
         if sample_ns <= e.since_ns || now.saturating_sub(e.since_ns) < MAPS_REFRESH_NS {
             return None;
         }
-        let fresh = read(&root, pid);
+        let fresh = read(host, pid);
         if fresh.gone {
             e.gone = true;
             return None;
@@ -196,19 +191,21 @@ impl MappingTable {
         }
     }
 
-    /// The file mapped at `pid`'s mapping `idx`, looked for once per mapping.
+    /// The file mapped at `pid`'s mapping `idx`, looked for once per mapping, and
+    /// opened once across every process that maps it.
     pub fn file_of(
         &mut self,
         files: &mut ModuleFiles,
         pid: u32,
         idx: usize,
+        host: &mut dyn Host,
     ) -> Option<Arc<ModuleFile>> {
         let e = self.spaces.get_mut(&pid)?;
         if let Some(Some(known)) = e.files.get(idx) {
             return known.clone();
         }
         let m = e.maps.get(idx)?;
-        let file = module_file::of_mapping(files, &self.proc_root, pid, m);
+        let file = files.get((m.inode, m.path.clone()), || host.open_mapping(pid, m));
         if let Some(slot) = e.files.get_mut(idx) {
             *slot = Some(file.clone());
         }
@@ -216,13 +213,13 @@ impl MappingTable {
     }
 
     /// A traced process mapped executable memory at `time_ns`.
-    pub fn mmap(&mut self, pid: u32, m: Mapping, time_ns: u64) {
+    pub fn mmap(&mut self, pid: u32, m: Mapping, time_ns: u64, host: &mut dyn Host) {
         if m.end <= m.start {
             return;
         }
-        // A process first seen through this event: read what it mapped before (the read
+        // A process first seen through this event: ask what it mapped before (the answer
         // holds this mapping too).
-        let e = self.entry(pid);
+        let e = self.entry(pid, host);
         if time_ns < e.since_ns {
             return;
         }
@@ -238,7 +235,7 @@ impl MappingTable {
     /// the events that follow.
     pub fn exec(&mut self, pid: u32, time_ns: u64) {
         if self.spaces.get(&pid).is_some_and(|e| time_ns < e.since_ns) {
-            // Read from /proc after this exec: what was read is the new image already.
+            // Asked of the host after this exec: its answer is the new image already.
             return;
         }
         self.spaces
@@ -246,10 +243,10 @@ impl MappingTable {
     }
 
     /// A traced process forked `child` at `time_ns`: the child starts with a copy of the
-    /// parent's mappings (a parent not seen yet is read from `/proc` first: it just
+    /// parent's mappings (a parent not seen yet is asked of the host first: it just
     /// forked, so it lives).
-    pub fn fork(&mut self, parent: u32, child: u32, time_ns: u64) {
-        let p = self.entry(parent);
+    pub fn fork(&mut self, parent: u32, child: u32, time_ns: u64, host: &mut dyn Host) {
+        let p = self.entry(parent, host);
         if p.gone {
             return;
         }
@@ -265,16 +262,16 @@ impl MappingTable {
         self.spaces.remove(&pid);
     }
 
-    /// Mapping events were lost: from now on a miss may re-read `/proc` for any process.
+    /// Mapping events were lost: from now on a miss may ask the host for any process.
     pub fn events_were_lost(&mut self) {
         self.events_lost = true;
     }
 }
 
-/// `pid`'s mappings from `/proc` (empty and `gone` when it has none to show).
-fn read(root: &Path, pid: u32) -> ProcessMaps {
-    let since = crate::session::monotonic_ns();
-    let maps = proc_maps::read_maps(root, pid).unwrap_or_default();
+/// `pid`'s mappings as the host gives them (empty and `gone` when it has none to show).
+fn read(host: &mut dyn Host, pid: u32) -> ProcessMaps {
+    let since = host.now_ns();
+    let maps = host.mappings(pid).unwrap_or_default();
     let gone = maps.is_empty();
     let mut e = ProcessMaps::new(maps, Source::Snapshot, since);
     e.gone = gone;
@@ -289,6 +286,7 @@ fn index(maps: &[Mapping], addr: u64) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::FakeHost;
 
     fn m(start: u64, end: u64, offset: u64, path: &str) -> Mapping {
         Mapping {
@@ -300,19 +298,20 @@ mod tests {
         }
     }
 
-    /// A table whose `/proc` has nothing (every process is new to it).
-    fn table() -> MappingTable {
-        MappingTable::new("/nonexistent-proc")
+    /// A table, and a host that knows of no process (every process is new to it).
+    fn table() -> (MappingTable, FakeHost) {
+        (MappingTable::default(), FakeHost::default())
     }
 
     #[test]
     fn a_new_mapping_replaces_what_it_overlaps_and_keeps_the_rest() {
-        let mut t = table();
+        let (mut t, mut h) = table();
+        let h = &mut h;
         t.exec(5, 10);
-        t.mmap(5, m(0x1000, 0x5000, 0, "/a"), 11);
+        t.mmap(5, m(0x1000, 0x5000, 0, "/a"), 11, h);
         t.set_module(5, 0, 7);
-        t.mmap(5, m(0x2000, 0x3000, 0x40, "/b"), 12);
-        let e = t.get(5);
+        t.mmap(5, m(0x2000, 0x3000, 0x40, "/b"), 12, h);
+        let e = t.get(5, h);
         let got: Vec<_> = e
             .maps
             .iter()
@@ -331,27 +330,28 @@ mod tests {
             [Some(7), None, Some(7)],
             "pieces keep their module"
         );
-        assert_eq!(t.find(5, 0x2fff, 20), Some(1));
-        assert_eq!(t.find(5, 0x4fff, 20), Some(2));
+        assert_eq!(t.find(5, 0x2fff, 20, h), Some(1));
+        assert_eq!(t.find(5, 0x4fff, 20, h), Some(2));
         assert_eq!(
-            t.find(5, 0x5000, 20),
+            t.find(5, 0x5000, 20, h),
             None,
-            "event-fed maps do not re-read /proc"
+            "event-fed maps do not ask the host again"
         );
     }
 
     #[test]
     fn a_mapping_across_several_keeps_only_their_outer_parts() {
-        let mut t = table();
+        let (mut t, mut h) = table();
+        let h = &mut h;
         t.exec(5, 0);
-        t.mmap(5, m(0x1000, 0x2000, 0, "/a"), 1);
-        t.mmap(5, m(0x3000, 0x4000, 0, "/b"), 1);
-        t.mmap(5, m(0x5000, 0x6000, 0x10000, "/c"), 1);
-        t.mmap(5, m(0x1800, 0x5800, 0, "/n"), 2);
+        t.mmap(5, m(0x1000, 0x2000, 0, "/a"), 1, h);
+        t.mmap(5, m(0x3000, 0x4000, 0, "/b"), 1, h);
+        t.mmap(5, m(0x5000, 0x6000, 0x10000, "/c"), 1, h);
+        t.mmap(5, m(0x1800, 0x5800, 0, "/n"), 2, h);
         // In a gap, between two.
-        t.mmap(5, m(0x7000, 0x8000, 0, "/g"), 3);
+        t.mmap(5, m(0x7000, 0x8000, 0, "/g"), 3, h);
         let got: Vec<_> = t
-            .get(5)
+            .get(5, h)
             .maps
             .iter()
             .map(|x| (x.start, x.end, x.offset, x.path.as_str()))
@@ -369,25 +369,26 @@ mod tests {
 
     #[test]
     fn exec_starts_over_and_fork_inherits() {
-        let mut t = table();
+        let (mut t, mut h) = table();
+        let h = &mut h;
         t.exec(5, 10);
-        t.mmap(5, m(0x1000, 0x2000, 0, "/bin/sh"), 11);
-        t.fork(5, 6, 12);
-        t.mmap(5, m(0x8000, 0x9000, 0, "/lib/late.so"), 13);
+        t.mmap(5, m(0x1000, 0x2000, 0, "/bin/sh"), 11, h);
+        t.fork(5, 6, 12, h);
+        t.mmap(5, m(0x8000, 0x9000, 0, "/lib/late.so"), 13, h);
         assert_eq!(
-            t.find(6, 0x1800, 14),
+            t.find(6, 0x1800, 14, h),
             Some(0),
             "the child has the parent's mappings"
         );
         assert_eq!(
-            t.find(6, 0x8800, 14),
+            t.find(6, 0x8800, 14, h),
             None,
             "but not what the parent mapped later"
         );
         t.exec(6, 15);
-        t.mmap(6, m(0x4000, 0x5000, 0, "/usr/bin/sha256sum"), 16);
+        t.mmap(6, m(0x4000, 0x5000, 0, "/usr/bin/sha256sum"), 16, h);
         assert_eq!(
-            t.find(6, 0x1800, 17),
+            t.find(6, 0x1800, 17, h),
             None,
             "the old image is gone after exec"
         );
@@ -395,40 +396,82 @@ mod tests {
             t.mapping(6, 0).map(|x| x.path.as_str()),
             Some("/usr/bin/sha256sum")
         );
-        assert_eq!(t.find(5, 0x1800, 17), Some(0), "the parent keeps its own");
+        assert_eq!(
+            t.find(5, 0x1800, 17, h),
+            Some(0),
+            "the parent keeps its own"
+        );
         t.exit(6);
         assert_eq!(t.mapping(6, 0), None);
         // A parent that cannot be read: nothing to inherit, the child is read when seen.
-        t.fork(99, 100, 1);
+        t.fork(99, 100, 1, h);
         assert!(!t.spaces.contains_key(&100));
     }
 
     #[test]
-    fn events_older_than_a_proc_read_are_already_in_it() {
-        let mut t = MappingTable::new("/proc");
-        let me = std::process::id();
-        t.snapshot(me);
-        let read_at = t.get(me).since_ns;
-        let before = t.get(me).maps.clone();
-        assert!(
-            !before.is_empty(),
-            "our own process has executable mappings"
+    fn events_older_than_a_host_answer_are_already_in_it() {
+        let (mut t, mut h) = table();
+        h.mappings.insert(9, vec![m(0x1000, 0x2000, 0, "/bin/x")]);
+        let h = &mut h;
+        t.snapshot(9, h);
+        let read_at = t.get(9, h).since_ns;
+        let before = t.get(9, h).maps.clone();
+        t.exec(9, read_at - 1);
+        t.mmap(9, m(0x10, 0x20, 0, "/old"), read_at - 1, h);
+        assert_eq!(t.get(9, h).maps, before, "older events change nothing");
+        t.mmap(9, m(0x10, 0x20, 0, "/new"), read_at + 1, h);
+        assert_eq!(t.mapping(9, 0).map(|x| x.path.as_str()), Some("/new"));
+        assert_eq!(h.mapping_reads[&9], 1, "asked once");
+    }
+
+    #[test]
+    fn a_miss_asks_the_host_again_only_where_that_can_explain_it() {
+        let (mut t, mut h) = table();
+        h.mappings.insert(9, vec![m(0x1000, 0x2000, 0, "/bin/x")]);
+        let h = &mut h;
+        t.snapshot(9, h);
+        let read_at = t.get(9, h).since_ns;
+        // A library mapped after the snapshot, before the events started.
+        h.mappings.insert(
+            9,
+            vec![
+                m(0x1000, 0x2000, 0, "/bin/x"),
+                m(0x8000, 0x9000, 0, "/lib/y"),
+            ],
         );
-        t.exec(me, read_at - 1);
-        t.mmap(me, m(0x10, 0x20, 0, "/old"), read_at - 1);
-        assert_eq!(t.get(me).maps, before, "older events change nothing");
-        t.mmap(me, m(0x10, 0x20, 0, "/new"), read_at + 1);
-        assert_eq!(t.mapping(me, 0).map(|x| x.path.as_str()), Some("/new"));
+        assert_eq!(
+            t.find(9, 0x8800, read_at, h),
+            None,
+            "not for an older sample"
+        );
+        assert_eq!(t.find(9, 0x8800, read_at + 1, h), None, "not within 5 ms");
+        h.clock.set(read_at + MAPS_REFRESH_NS);
+        assert_eq!(t.find(9, 0x8800, read_at + 1, h), Some(1));
+        assert_eq!(h.mapping_reads[&9], 2);
+        // Maps known from events alone are not asked about, until events were lost.
+        t.exec(5, 0);
+        assert_eq!(t.find(5, 0x1000, 1, h), None);
+        assert!(!h.mapping_reads.contains_key(&5));
+        t.events_were_lost();
+        h.clock.set(2 * MAPS_REFRESH_NS);
+        assert_eq!(t.find(5, 0x1000, 1, h), None);
+        assert_eq!(h.mapping_reads[&5], 1);
     }
 
     #[test]
     fn a_process_holds_a_bounded_number_of_mappings() {
-        let mut t = table();
+        let (mut t, mut h) = table();
+        let h = &mut h;
         t.exec(1, 0);
         for i in 0..(MAX_MAPPINGS as u64 + 10) {
-            t.mmap(1, m(0x1000 * (i + 1), 0x1000 * (i + 1) + 0x800, 0, ""), 1);
+            t.mmap(
+                1,
+                m(0x1000 * (i + 1), 0x1000 * (i + 1) + 0x800, 0, ""),
+                1,
+                h,
+            );
         }
-        assert_eq!(t.get(1).maps.len(), MAX_MAPPINGS);
-        assert_eq!(t.find(1, 0x1000, 2), None, "the lowest went");
+        assert_eq!(t.get(1, h).maps.len(), MAX_MAPPINGS);
+        assert_eq!(t.find(1, 0x1000, 2, h), None, "the lowest went");
     }
 }

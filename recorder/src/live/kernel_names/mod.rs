@@ -11,14 +11,7 @@ use std::path::PathBuf;
 pub use bpf_ksym::BpfKernelSymbols;
 pub use kallsyms::{Kallsyms, KernelSymbol};
 
-/// The symbol an address falls in, and how far into it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelName {
-    pub name: String,
-    pub offset: u64,
-    /// Kernel module name, `None` for the kernel image.
-    pub module: Option<String>,
-}
+pub use crate::host::KernelName;
 
 /// Where kernel frames get their names.
 #[derive(Debug)]

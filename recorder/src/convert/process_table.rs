@@ -1,16 +1,17 @@
 //! Processes and threads of the targets: names, command lines, and which of them still
-//! has to be written to the capture. (Their mappings: [`crate::mapping_table`].)
+//! has to be written to the capture. (Their mappings: [`super::mapping_table`].)
 
 // Looked up for every sample: a fast hash matters here.
 use rustc_hash::FxHashMap as HashMap;
-use std::path::{Path, PathBuf};
 
 use hotspot_format::{Process, Thread};
+
+use crate::host::Host;
 
 /// A process the recorder has seen samples from.
 #[derive(Debug)]
 pub struct ProcessEntry {
-    /// Monotonic ns when its /proc entry was read (and written to the capture).
+    /// Monotonic ns when the host was asked about it (and it was written to the capture).
     pub info_read_ns: u64,
 }
 
@@ -23,40 +24,27 @@ struct ThreadEntry {
 }
 
 /// The processes and threads seen so far.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct ProcessTable {
-    proc_root: PathBuf,
     procs: HashMap<u32, ProcessEntry>,
     threads: HashMap<u32, ThreadEntry>,
 }
 
 impl ProcessTable {
-    pub fn new(proc_root: impl Into<PathBuf>) -> Self {
-        ProcessTable {
-            proc_root: proc_root.into(),
-            procs: HashMap::default(),
-            threads: HashMap::default(),
-        }
-    }
-
-    pub fn proc_root(&self) -> &Path {
-        &self.proc_root
-    }
-
-    /// The entry for `pid`, reading /proc the first time; the returned record is
-    /// `Some` when the process is new and must be written.
+    /// The entry for `pid`, asking the host about it the first time; the returned
+    /// record is `Some` when the process is new and must be written.
     pub fn ensure(
         &mut self,
         pid: u32,
         comm: &str,
         now_ns: u64,
+        host: &mut dyn Host,
     ) -> (&mut ProcessEntry, Option<Process>) {
         let mut new = None;
-        let root = self.proc_root.clone();
         let entry = self.procs.entry(pid).or_insert_with(|| {
-            new = Some(read_process(&root, pid, comm, now_ns));
+            new = Some(process(host, pid, comm, now_ns));
             ProcessEntry {
-                info_read_ns: crate::session::monotonic_ns(),
+                info_read_ns: host.now_ns(),
             }
         });
         (entry, new)
@@ -66,7 +54,13 @@ impl ProcessTable {
     /// write.
     /// `None` when the entry was already read after the exec (the recorder tracked a
     /// command it started right after exec'ing it): the new image is what it holds.
-    pub fn exec(&mut self, pid: u32, comm: &str, now_ns: u64) -> Option<Process> {
+    pub fn exec(
+        &mut self,
+        pid: u32,
+        comm: &str,
+        now_ns: u64,
+        host: &mut dyn Host,
+    ) -> Option<Process> {
         if self
             .procs
             .get(&pid)
@@ -75,7 +69,7 @@ impl ProcessTable {
             return None;
         }
         self.procs.remove(&pid);
-        let (_, rec) = self.ensure(pid, comm, now_ns);
+        let (_, rec) = self.ensure(pid, comm, now_ns, host);
         rec
     }
 
@@ -120,66 +114,28 @@ fn thread(tid: u32, pid: u32, name: &str, time_ns: u64) -> Thread {
     }
 }
 
-/// Reads what /proc says about `pid`; fields of a process that is already gone stay
+/// What the host says about `pid`; fields of a process that is already gone stay
 /// empty, with the sampled `comm` as its name.
-pub fn read_process(proc_root: &Path, pid: u32, comm: &str, now_ns: u64) -> Process {
-    let dir = proc_root.join(pid.to_string());
-    let name = std::fs::read_to_string(dir.join("comm"))
-        .map(|s| s.trim_end_matches('\n').to_string())
-        .unwrap_or_else(|_| comm.to_string());
-    let cmdline = std::fs::read(dir.join("cmdline"))
-        .map(|b| split_cmdline(&b))
-        .unwrap_or_default();
-    let exe = std::fs::read_link(dir.join("exe"))
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let ppid = std::fs::read_to_string(dir.join("stat"))
-        .ok()
-        .and_then(|s| parse_ppid(&s))
-        .unwrap_or(0);
+fn process(host: &mut dyn Host, pid: u32, comm: &str, now_ns: u64) -> Process {
+    let info = host.process(pid);
     Process {
         pid,
-        ppid,
-        name,
-        cmdline,
-        exe,
+        ppid: info.ppid,
+        name: info.name.unwrap_or_else(|| comm.to_string()),
+        cmdline: info.cmdline,
+        exe: info.exe,
         start_ns: now_ns,
     }
-}
-
-fn split_cmdline(bytes: &[u8]) -> Vec<String> {
-    bytes
-        .split(|&b| b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect()
-}
-
-/// `pid (comm) state ppid …`: comm may hold spaces and parentheses, so parse from the
-/// last ')'.
-fn parse_ppid(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ppid_survives_odd_comms() {
-        assert_eq!(parse_ppid("42 (a) b) c) R 7 42 42 0"), Some(7));
-        assert_eq!(parse_ppid("garbage"), None);
-    }
-
-    #[test]
-    fn cmdline_splits_on_nul() {
-        assert_eq!(split_cmdline(b"ls\0-l\0a b\0"), vec!["ls", "-l", "a b"]);
-    }
+    use crate::host::{FakeHost, ProcessInfo};
 
     #[test]
     fn threads_are_reported_when_new_or_renamed() {
-        let mut t = ProcessTable::new("/proc");
+        let mut t = ProcessTable::default();
         assert!(t.thread_seen(5, 1, "a", 0).is_some());
         assert!(t.thread_seen(5, 1, "a", 1).is_none());
         let renamed = t.thread_seen(5, 1, "b", 2).expect("rename is reported");
@@ -191,29 +147,51 @@ mod tests {
         assert!(t.thread_seen(5, 9, "b", 4).is_none());
     }
 
-    #[test]
-    fn an_exec_is_written_unless_the_process_was_read_after_it() {
-        let me = std::process::id();
-        let mut t = ProcessTable::new("/proc");
-        let (entry, _) = t.ensure(me, "x", 0);
-        let read = entry.info_read_ns;
-        let rec = t
-            .exec(me, "x", read + 1)
-            .expect("an exec after the read is written");
-        assert_eq!(rec.pid, me);
-        // Read again by that exec: an exec event older than the read is already in it.
-        let read = t.ensure(me, "x", 0).0.info_read_ns;
-        assert!(t.exec(me, "x", read - 1).is_none());
+    fn host() -> FakeHost {
+        let mut host = FakeHost::default();
+        host.processes.insert(
+            7,
+            ProcessInfo {
+                name: Some("worker".into()),
+                cmdline: vec!["./worker".into(), "-v".into()],
+                exe: "/usr/bin/worker".into(),
+                ppid: 1,
+            },
+        );
+        host
     }
 
     #[test]
-    fn reads_our_own_process() {
-        let me = std::process::id();
-        let mut t = ProcessTable::new("/proc");
-        let (_, new) = t.ensure(me, "x", 0);
+    fn an_exec_is_written_unless_the_process_was_read_after_it() {
+        let mut t = ProcessTable::default();
+        let host = &mut host();
+        let (entry, _) = t.ensure(7, "x", 0, host);
+        let read = entry.info_read_ns;
+        let rec = t
+            .exec(7, "x", read + 1, host)
+            .expect("an exec after the read is written");
+        assert_eq!(rec.pid, 7);
+        // Read again by that exec: an exec event older than the read is already in it.
+        let read = t.ensure(7, "x", 0, host).0.info_read_ns;
+        assert!(t.exec(7, "x", read - 1, host).is_none());
+    }
+
+    #[test]
+    fn a_process_is_asked_about_once() {
+        let mut t = ProcessTable::default();
+        let host = &mut host();
+        let (_, new) = t.ensure(7, "x", 5, host);
         let new = new.expect("first sight is new");
-        assert_eq!(new.pid, me);
-        assert!(!new.exe.is_empty());
-        assert!(t.ensure(me, "x", 1).1.is_none());
+        assert_eq!(
+            (new.pid, new.ppid, new.name.as_str(), new.exe.as_str()),
+            (7, 1, "worker", "/usr/bin/worker")
+        );
+        assert_eq!((new.cmdline.len(), new.start_ns), (2, 5));
+        assert!(t.ensure(7, "x", 6, host).1.is_none());
+        // One the host knows nothing of is named by its sampled thread.
+        let (_, gone) = t.ensure(8, "short", 7, host);
+        let gone = gone.expect("new");
+        assert_eq!((gone.name.as_str(), gone.exe.as_str()), ("short", ""));
+        assert_eq!(t.process_count(), 2);
     }
 }

@@ -1,40 +1,8 @@
-//! Parsing `/proc/PID/maps`: which file (and file offset) an address of a process falls in.
+//! Parsing `/proc/PID/maps`: a live process's executable mappings.
 
 use std::path::Path;
 
-/// One executable mapping of a process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mapping {
-    pub start: u64,
-    pub end: u64,
-    /// File offset of `start`.
-    pub offset: u64,
-    pub inode: u64,
-    /// Path, `[vdso]`-style pseudo name, or empty for anonymous memory.
-    pub path: String,
-}
-
-impl Mapping {
-    /// What the address space of this mapping holds.
-    pub fn kind(&self) -> MappingKind {
-        if self.path == "[vdso]" {
-            MappingKind::Vdso
-        } else if self.inode != 0 && self.path.starts_with('/') {
-            MappingKind::File
-        } else {
-            MappingKind::Anonymous
-        }
-    }
-}
-
-/// Classification of a mapping for address normalisation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MappingKind {
-    File,
-    Vdso,
-    /// JIT code, `[stack]`, `[heap]`, memfd without inode…: no file to symbolise from.
-    Anonymous,
-}
+use crate::event::Mapping;
 
 /// Parses the text of `/proc/PID/maps`, keeping executable mappings only, sorted by start.
 pub fn parse_maps(text: &str) -> Vec<Mapping> {
@@ -89,6 +57,7 @@ pub fn find(maps: &[Mapping], addr: u64) -> Option<&Mapping> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::MappingKind;
 
     const MAPS: &str = "\
 55d0c0000000-55d0c0001000 r--p 00000000 fe:01 1234 /usr/bin/my prog
