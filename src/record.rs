@@ -281,7 +281,7 @@ pub fn record_with(
         c.release()?;
         // Read the command's /proc entries right after its exec: a short command can be
         // gone before its first samples are drained.
-        recorder.track(c.pid());
+        recorder.track_command(c.pid());
     }
     (run.started)(child.as_ref().map(GatedChild::pid));
     let tty = run.progress && std::io::stderr().is_terminal();

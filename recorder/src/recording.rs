@@ -4,7 +4,7 @@
 //! `Recording` (the tables, the writer, the counts) with events from an [`EventSource`],
 //! one `handle_*` method per kind of event.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -106,6 +106,8 @@ pub struct Recorder {
     worker: SymbolWorker,
     /// Records produced before the writer existed (processes tracked up front).
     pending: Vec<Record>,
+    /// Commands the recorder started, and when it saw their exec done.
+    before_exec: HashMap<u32, u64>,
 }
 
 impl Recorder {
@@ -143,6 +145,7 @@ impl Recorder {
             norm,
             worker,
             pending,
+            before_exec: HashMap::new(),
         })
     }
 
@@ -167,6 +170,15 @@ impl Recorder {
             self.pending.push(Record::Process(p));
         }
         self.norm.maps.snapshot(pid);
+    }
+
+    /// [`Recorder::track`] for a command the recorder started, called once its exec is
+    /// done: the command is a target from before its exec (so that its first instruction
+    /// is sampled), and what is sampled of it until the exec renames it is the recorder's
+    /// own fork, not the command (see `Traced::before_exec`).
+    pub fn track_command(&mut self, pid: u32) {
+        self.track(pid);
+        self.before_exec.insert(pid, crate::session::monotonic_ns());
     }
 
     /// Records until stopped; returns the summary and the finished output.
@@ -258,11 +270,35 @@ struct Traced {
     /// Every process (the recorder excepted) is traced.
     all: bool,
     me: u32,
+    /// Commands the recorder started, until their exec: a tick in the exec before the
+    /// kernel renames the process (most often while it frees the child's copy of the
+    /// recorder's memory) is the recorder's fork, named after the recorder, its user stack
+    /// in the recorder's image; it is the recorder's own time, never sampled elsewhere.
+    /// The exec ends at the first exec event handled (events are in time order), or
+    /// at the time kept here, when the recorder saw the exec done, should both be lost.
+    before_exec: HashMap<u32, u64>,
 }
 
 impl Traced {
     fn has(&self, pid: u32) -> bool {
         pid != self.me && (self.all || self.known.contains(&pid))
+    }
+
+    /// True for a sample of a command the recorder started that was taken before its exec.
+    fn before_exec(&mut self, pid: u32, time_ns: u64) -> bool {
+        match self.before_exec.get(&pid) {
+            Some(&done) if time_ns < done => true,
+            Some(_) => {
+                self.before_exec.remove(&pid);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// `pid` exec'd: what follows is the program it runs.
+    fn exec(&mut self, pid: u32) {
+        self.before_exec.remove(&pid);
     }
 }
 
@@ -309,6 +345,7 @@ impl<W: Write> Recording<W> {
             norm,
             worker,
             pending,
+            before_exec,
         } = recorder;
         let start = Instant::now();
         for r in pending {
@@ -319,6 +356,7 @@ impl<W: Write> Recording<W> {
             known: cfg.targets.iter().copied().collect(),
             all: cfg.all_processes,
             me: std::process::id(),
+            before_exec,
         };
         Ok(Recording {
             cfg,
@@ -373,6 +411,9 @@ impl<W: Write> Recording<W> {
     /// One sample (of either class: the stack is normalised the same way): its process
     /// and thread if new, its stack, the sample itself.
     fn handle_sample(&mut self, s: &RawSample, class: SampleClass) -> Result<(), RecordError> {
+        if self.traced.before_exec(s.pid, s.time_ns) {
+            return Ok(());
+        }
         let (norm, writer) = (&mut self.norm, &mut self.writer);
         let comm = comm_str(&s.comm);
         let (_, new_proc) = norm.procs.ensure(s.pid, &comm, s.time_ns);
@@ -457,6 +498,7 @@ impl<W: Write> Recording<W> {
 
     /// A process exec'd: its new name.
     fn handle_exec(&mut self, time_ns: u64, pid: u32, comm: &[u8; 16]) -> Result<(), RecordError> {
+        self.traced.exec(pid);
         if let Some(rec) = self.norm.procs.exec(pid, &comm_str(comm), time_ns) {
             self.writer.push(Record::Process(rec))?;
         }
@@ -481,6 +523,7 @@ impl<W: Write> Recording<W> {
 
     /// A traced process replaced its image (exec): its old mappings are gone.
     fn handle_new_image(&mut self, time_ns: u64, pid: u32) {
+        self.traced.exec(pid);
         if self.traced.has(pid) {
             self.norm.maps.exec(pid, time_ns);
         }

@@ -639,3 +639,103 @@ fn mapping_events_name_the_code_of_processes_already_gone() {
         "no JIT module"
     );
 }
+
+/// Records `script` with our own process standing in for a command the recorder started
+/// (tracked right after its exec, as `record -- CMD` does); returns the samples written
+/// and the names its thread was given, in order.
+fn record_command(script: impl FnOnce(u64) -> Vec<Vec<RawEvent>>) -> (u64, Vec<String>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fake_proc(dir.path());
+    let me = std::process::id();
+    let cfg = RecordConfig {
+        targets: vec![me],
+        flush_every: Duration::from_millis(20),
+        proc_root: dir.path().to_path_buf(),
+        sys_root: dir.path().join("sys"),
+        ..RecordConfig::default()
+    };
+    let mut recorder = hotspot_recorder::Recorder::new(cfg).expect("recorder");
+    let before_track = hotspot_recorder::session::monotonic_ns();
+    recorder.track_command(me);
+    let mut source = FakeSource {
+        script: script(before_track).into(),
+        lost: vec![0],
+    };
+    let writer = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
+    let (summary, bytes) = recorder
+        .run(&mut source, writer, &AtomicBool::new(false), &mut |_| {})
+        .expect("records");
+    assert_eq!(summary.reason, StopReason::TargetsExited);
+    let (records, _) = read_all(&bytes).expect("reads back");
+    let names = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Thread(t) if t.tid == me => Some(t.name.clone()),
+            _ => None,
+        })
+        .collect();
+    (summary.progress.samples, names)
+}
+
+/// A command the recorder starts is in the kernel's target set before its exec, so that
+/// its first instruction is sampled. The ticks that land in the exec before the kernel
+/// renames the process (mostly the exec freeing the child's copy of the recorder's memory)
+/// are the recorder's own fork, named after the recorder: they are not the command's, so
+/// its thread is named from its exec on (issue 23: `hotspot`, the fork's name, came first).
+#[test]
+fn a_command_is_recorded_from_its_exec_not_from_the_recorders_fork() {
+    let me = std::process::id();
+    let leaf = marker_leaf as *const () as u64;
+    let sample = |t: u64, name: &str| {
+        RawEvent::Sample(RawSample {
+            time_ns: t,
+            pid: me,
+            tid: me,
+            cpu: 0,
+            comm: comm(name),
+            user: vec![leaf],
+            kernel: vec![0xffffffff81000110],
+            regs: None,
+            stack: Vec::new(),
+            stack_end: StackEnd::Cap,
+        })
+    };
+    let exit = |time_ns| RawEvent::Exit { time_ns, pid: me };
+    let exec = |time_ns, name: &str| RawEvent::Exec {
+        time_ns,
+        pid: me,
+        comm: comm(name),
+    };
+    let new_image = |time_ns| RawEvent::NewImage { time_ns, pid: me };
+    // The kernel's two exec events mark the end of the fork: the perf ring's (at the
+    // rename) or the BPF ring's (once the new image is mapped), whichever comes first.
+    for first_event in [new_image(2_000), exec(2_000, "execer")] {
+        let (samples, names) = record_command(|_| {
+            vec![
+                vec![sample(1_000, "hotspot"), first_event],
+                vec![
+                    exec(2_100, "execer"),
+                    sample(3_000, "execer"),
+                    // A second exec is the command's own: both names are kept.
+                    new_image(4_000),
+                    exec(4_100, "busy"),
+                    sample(5_000, "busy"),
+                ],
+                vec![exit(6_000)],
+            ]
+        });
+        assert_eq!(names, ["execer", "busy"]);
+        assert_eq!(samples, 2, "the fork's sample is not the command's");
+    }
+    // Both exec events lost: the exec was over when the recorder saw its command start,
+    // so what is sampled after that is the command's.
+    let (samples, names) = record_command(|tracked| {
+        vec![
+            vec![sample(tracked - 1_000_000, "hotspot")],
+            vec![sample(tracked + 10_000_000_000, "execer")],
+            vec![exit(tracked + 20_000_000_000)],
+        ]
+    });
+    assert_eq!(names, ["execer"]);
+    assert_eq!(samples, 1);
+}
