@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use hotspot_format::{FrameAddr, ModuleKind, Record, read_all};
-use hotspot_recorder::bpf::{BpfError, EventSource, RawEvent, RawSample, StackEnd};
+use hotspot_format::{FrameAddr, ModuleKind, Record, ThreadState, read_all};
+use hotspot_recorder::bpf::{BpfError, EventSource, RawEvent, RawOffCpu, RawSample, StackEnd};
 use hotspot_recorder::{RecordConfig, StopReason};
 
 /// Replays a script of event batches, one batch per poll.
@@ -641,9 +641,9 @@ fn mapping_events_name_the_code_of_processes_already_gone() {
 }
 
 /// Records `script` with our own process standing in for a command the recorder started
-/// (tracked right after its exec, as `record -- CMD` does); returns the samples written
-/// and the names its thread was given, in order.
-fn record_command(script: impl FnOnce(u64) -> Vec<Vec<RawEvent>>) -> (u64, Vec<String>) {
+/// (tracked right after its exec, as `record -- CMD` does); returns the CPU and off-CPU
+/// samples written and the names its thread was given, in order.
+fn record_command(script: impl FnOnce(u64) -> Vec<Vec<RawEvent>>) -> (u64, u64, Vec<String>) {
     let dir = tempfile::tempdir().expect("tempdir");
     fake_proc(dir.path());
     let me = std::process::id();
@@ -652,6 +652,7 @@ fn record_command(script: impl FnOnce(u64) -> Vec<Vec<RawEvent>>) -> (u64, Vec<S
         flush_every: Duration::from_millis(20),
         proc_root: dir.path().to_path_buf(),
         sys_root: dir.path().join("sys"),
+        off_cpu_period_ns: Some(1_000_000),
         ..RecordConfig::default()
     };
     let mut recorder = hotspot_recorder::Recorder::new(cfg).expect("recorder");
@@ -674,30 +675,39 @@ fn record_command(script: impl FnOnce(u64) -> Vec<Vec<RawEvent>>) -> (u64, Vec<S
             _ => None,
         })
         .collect();
-    (summary.progress.samples, names)
+    let p = summary.progress;
+    (p.samples, p.off_cpu_samples, names)
 }
 
 /// A command the recorder starts is in the kernel's target set before its exec, so that
 /// its first instruction is sampled. The ticks that land in the exec before the kernel
 /// renames the process (mostly the exec freeing the child's copy of the recorder's memory)
-/// are the recorder's own fork, named after the recorder: they are not the command's, so
-/// its thread is named from its exec on (issue 23: `hotspot`, the fork's name, came first).
+/// are the recorder's own fork, named after the recorder, and so is, with `--off-cpu`, the
+/// fork's wait at the gate (an off-CPU sample when it is let through): they are not the
+/// command's, so its thread is named from its exec on (issue 23: `hotspot`, the fork's
+/// name, came first).
 #[test]
 fn a_command_is_recorded_from_its_exec_not_from_the_recorders_fork() {
     let me = std::process::id();
     let leaf = marker_leaf as *const () as u64;
-    let sample = |t: u64, name: &str| {
-        RawEvent::Sample(RawSample {
-            time_ns: t,
-            pid: me,
-            tid: me,
-            cpu: 0,
-            comm: comm(name),
-            user: vec![leaf],
-            kernel: vec![0xffffffff81000110],
-            regs: None,
-            stack: Vec::new(),
-            stack_end: StackEnd::Cap,
+    let raw = |t: u64, name: &str| RawSample {
+        time_ns: t,
+        pid: me,
+        tid: me,
+        cpu: 0,
+        comm: comm(name),
+        user: vec![leaf],
+        kernel: vec![0xffffffff81000110],
+        regs: None,
+        stack: Vec::new(),
+        stack_end: StackEnd::Cap,
+    };
+    let sample = |t: u64, name: &str| RawEvent::Sample(raw(t, name));
+    let off_cpu = |t: u64, name: &str| {
+        RawEvent::OffCpu(RawOffCpu {
+            sample: raw(t, name),
+            periods: 2,
+            state: ThreadState::Sleeping,
         })
     };
     let exit = |time_ns| RawEvent::Exit { time_ns, pid: me };
@@ -710,12 +720,17 @@ fn a_command_is_recorded_from_its_exec_not_from_the_recorders_fork() {
     // The kernel's two exec events mark the end of the fork: the perf ring's (at the
     // rename) or the BPF ring's (once the new image is mapped), whichever comes first.
     for first_event in [new_image(2_000), exec(2_000, "execer")] {
-        let (samples, names) = record_command(|_| {
+        let (samples, off_cpu_samples, names) = record_command(|_| {
             vec![
-                vec![sample(1_000, "hotspot"), first_event],
+                vec![
+                    off_cpu(500, "hotspot"),
+                    sample(1_000, "hotspot"),
+                    first_event,
+                ],
                 vec![
                     exec(2_100, "execer"),
                     sample(3_000, "execer"),
+                    off_cpu(3_500, "execer"),
                     // A second exec is the command's own: both names are kept.
                     new_image(4_000),
                     exec(4_100, "busy"),
@@ -726,10 +741,11 @@ fn a_command_is_recorded_from_its_exec_not_from_the_recorders_fork() {
         });
         assert_eq!(names, ["execer", "busy"]);
         assert_eq!(samples, 2, "the fork's sample is not the command's");
+        assert_eq!(off_cpu_samples, 1, "nor is its wait at the gate");
     }
     // Both exec events lost: the exec was over when the recorder saw its command start,
     // so what is sampled after that is the command's.
-    let (samples, names) = record_command(|tracked| {
+    let (samples, _, names) = record_command(|tracked| {
         vec![
             vec![sample(tracked - 1_000_000, "hotspot")],
             vec![sample(tracked + 10_000_000_000, "execer")],
