@@ -82,6 +82,11 @@ impl Recorder {
         self.core.track(pid);
     }
 
+    /// Asks the host about a command the recorder started (see [`Core::track_command`]).
+    pub fn track_command(&mut self, pid: u32) {
+        self.core.track_command(pid);
+    }
+
     /// Records until stopped; returns the summary and the finished output.
     pub fn run<S: EventSource, W: Write>(
         self,

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use hotspot_format::{FrameAddr, ModuleKind, Record, read_all};
-use hotspot_recorder::event::{Event, Mapping, StackEnd, StackSample, UserRegs};
+use hotspot_format::{FrameAddr, ModuleKind, Record, ThreadState, read_all};
+use hotspot_recorder::event::{BlockedSample, Event, Mapping, StackEnd, StackSample, UserRegs};
 use hotspot_recorder::{ConvertConfig, RecordConfig, StopReason};
 use scripted::{ScriptedSource, comm, fake_proc, record};
 
@@ -575,4 +575,122 @@ fn mapping_events_name_the_code_of_processes_already_gone() {
             .all(|r| !matches!(r, Record::Module(m) if m.kind == ModuleKind::Jit)),
         "no JIT module"
     );
+}
+
+/// Records `script` with our own process standing in for a command the recorder started
+/// (tracked right after its exec, as `record -- CMD` does); returns the CPU and off-CPU
+/// samples written and the names its thread was given, in order.
+fn record_command(script: impl FnOnce(u64) -> Vec<Vec<Event>>) -> (u64, u64, Vec<String>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fake_proc(dir.path(), KALLSYMS);
+    let me = std::process::id();
+    let cfg = RecordConfig {
+        convert: ConvertConfig {
+            targets: vec![me],
+            off_cpu_period_ns: Some(1_000_000),
+            ..ConvertConfig::default()
+        },
+        flush_every: Duration::from_millis(20),
+        ..RecordConfig::default()
+    };
+    let host = hotspot_recorder::live::ProcHost::new(dir.path(), dir.path().join("sys"));
+    let mut recorder = hotspot_recorder::Recorder::new(cfg, Box::new(host)).expect("recorder");
+    let before_track = hotspot_recorder::live::machine::monotonic_ns();
+    recorder.track_command(me);
+    let mut source = ScriptedSource {
+        lost: vec![0],
+        ..ScriptedSource::new(script(before_track))
+    };
+    let writer = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
+    let (summary, bytes) = recorder
+        .run(&mut source, writer, &AtomicBool::new(false), &mut |_| {})
+        .expect("records");
+    assert_eq!(summary.reason, StopReason::TargetsExited);
+    let (records, _) = read_all(&bytes).expect("reads back");
+    let names = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Thread(t) if t.tid == me => Some(t.name.clone()),
+            _ => None,
+        })
+        .collect();
+    let c = summary.totals.counts;
+    (c.samples, c.off_cpu_samples, names)
+}
+
+/// A command the recorder starts is in the kernel's target set before its exec, so that
+/// its first instruction is sampled. The ticks that land in the exec before the kernel
+/// renames the process (mostly the exec freeing the child's copy of the recorder's memory)
+/// are the recorder's own fork, named after the recorder, and so is, with `--off-cpu`, the
+/// fork's wait at the gate (an off-CPU sample when it is let through): they are not the
+/// command's, so its thread is named from its exec on (issue 23: `hotspot`, the fork's
+/// name, came first).
+#[test]
+fn a_command_is_recorded_from_its_exec_not_from_the_recorders_fork() {
+    let me = std::process::id();
+    let leaf = marker_leaf as *const () as u64;
+    let raw = |t: u64, name: &str| StackSample {
+        time_ns: t,
+        pid: me,
+        tid: me,
+        cpu: 0,
+        comm: comm(name),
+        user: vec![leaf],
+        kernel: vec![0xffffffff81000110],
+        regs: None,
+        stack: Vec::new(),
+        stack_end: StackEnd::Cap,
+    };
+    let sample = |t: u64, name: &str| Event::Sample(raw(t, name));
+    let off_cpu = |t: u64, name: &str| {
+        Event::OffCpu(BlockedSample {
+            sample: raw(t, name),
+            periods: 2,
+            state: ThreadState::Sleeping,
+        })
+    };
+    let exit = |time_ns| Event::Exit { time_ns, pid: me };
+    let exec = |time_ns, name: &str| Event::Exec {
+        time_ns,
+        pid: me,
+        comm: comm(name),
+    };
+    let new_image = |time_ns| Event::NewImage { time_ns, pid: me };
+    // The kernel's two exec events mark the end of the fork: the perf ring's (at the
+    // rename) or the BPF ring's (once the new image is mapped), whichever comes first.
+    for first_event in [new_image(2_000), exec(2_000, "execer")] {
+        let (samples, off_cpu_samples, names) = record_command(|_| {
+            vec![
+                vec![
+                    off_cpu(500, "hotspot"),
+                    sample(1_000, "hotspot"),
+                    first_event,
+                ],
+                vec![
+                    exec(2_100, "execer"),
+                    sample(3_000, "execer"),
+                    off_cpu(3_500, "execer"),
+                    // A second exec is the command's own: both names are kept.
+                    new_image(4_000),
+                    exec(4_100, "busy"),
+                    sample(5_000, "busy"),
+                ],
+                vec![exit(6_000)],
+            ]
+        });
+        assert_eq!(names, ["execer", "busy"]);
+        assert_eq!(samples, 2, "the fork's sample is not the command's");
+        assert_eq!(off_cpu_samples, 1, "nor is its wait at the gate");
+    }
+    // Both exec events lost: the exec was over when the recorder saw its command start,
+    // so what is sampled after that is the command's.
+    let (samples, _, names) = record_command(|tracked| {
+        vec![
+            vec![sample(tracked - 1_000_000, "hotspot")],
+            vec![sample(tracked + 10_000_000_000, "execer")],
+            vec![exit(tracked + 20_000_000_000)],
+        ]
+    });
+    assert_eq!(names, ["execer"]);
+    assert_eq!(samples, 1);
 }

@@ -12,7 +12,7 @@ pub(crate) mod process_table;
 mod symbols;
 pub(crate) mod user_stack;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -103,6 +103,9 @@ pub struct Core {
     worker: SymbolWorker,
     /// Records made before the writer existed.
     pending: Vec<Record>,
+    /// Commands the recorder started, and when it saw their exec done (see
+    /// `Traced::before_exec`).
+    before_exec: HashMap<u32, u64>,
 }
 
 impl Core {
@@ -140,6 +143,7 @@ impl Core {
             norm,
             worker,
             pending,
+            before_exec: HashMap::new(),
         })
     }
 
@@ -152,6 +156,16 @@ impl Core {
             self.pending.push(Record::Process(p));
         }
         self.maps.snapshot(pid, &mut *self.host);
+    }
+
+    /// [`Core::track`] for a command the recorder started, called once its exec is done:
+    /// the command is a target from before its exec (so that its first instruction is
+    /// sampled), and what is sampled of it until the exec renames it is the recorder's own
+    /// fork, not the command (see `Traced::before_exec`).
+    pub fn track_command(&mut self, pid: u32) {
+        self.track(pid);
+        let now = self.host.now_ns();
+        self.before_exec.insert(pid, now);
     }
 
     /// The host's clock.
@@ -171,11 +185,35 @@ struct Traced {
     known: HashSet<u32>,
     /// Every process is traced.
     all: bool,
+    /// Commands the recorder started, until their exec: a tick in the exec before the
+    /// kernel renames the process (most often while it frees the child's copy of the
+    /// recorder's memory) is the recorder's fork, named after the recorder, its user stack
+    /// in the recorder's image; it is the recorder's own time, never sampled elsewhere.
+    /// The exec ends at the first exec event handled (events are in time order), or
+    /// at the time kept here, when the recorder saw the exec done, should both be lost.
+    before_exec: HashMap<u32, u64>,
 }
 
 impl Traced {
     fn has(&self, pid: u32) -> bool {
         self.all || self.known.contains(&pid)
+    }
+
+    /// True for a sample of a command the recorder started that was taken before its exec.
+    fn before_exec(&mut self, pid: u32, time_ns: u64) -> bool {
+        match self.before_exec.get(&pid) {
+            Some(&done) if time_ns < done => true,
+            Some(_) => {
+                self.before_exec.remove(&pid);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// `pid` exec'd: what follows is the program it runs.
+    fn exec(&mut self, pid: u32) {
+        self.before_exec.remove(&pid);
     }
 }
 
@@ -218,6 +256,7 @@ impl<W: Write> Converter<W> {
             live: core.cfg.targets.iter().copied().collect(),
             known: core.cfg.targets.iter().copied().collect(),
             all: core.cfg.all_processes,
+            before_exec: std::mem::take(&mut core.before_exec),
         };
         Ok(Converter {
             core,
@@ -280,6 +319,9 @@ impl<W: Write> Converter<W> {
 
     /// One sample of either class: the stack is normalised the same way.
     fn sample(&mut self, s: &StackSample, class: SampleClass) -> Result<(), RecorderError> {
+        if self.traced.before_exec(s.pid, s.time_ns) {
+            return Ok(());
+        }
         let Core {
             host,
             procs,
@@ -385,6 +427,7 @@ impl<W: Write> Converter<W> {
 
     /// A process exec'd: its new name.
     pub fn handle_exec(&mut self, time_ns: u64, pid: u32, comm: &str) -> Result<(), RecorderError> {
+        self.traced.exec(pid);
         let core = &mut self.core;
         if let Some(rec) = core.procs.exec(pid, comm, time_ns, &mut *core.host) {
             self.writer.push(Record::Process(rec))?;
@@ -411,6 +454,7 @@ impl<W: Write> Converter<W> {
 
     /// A traced process replaced its image (exec): its old mappings are gone.
     pub fn handle_new_image(&mut self, time_ns: u64, pid: u32) {
+        self.traced.exec(pid);
         if self.traced.has(pid) {
             self.core.maps.exec(pid, time_ns);
         }

@@ -249,8 +249,9 @@ pub fn record(
     if let Some(c) = &mut child {
         c.release()?;
         // Read the command's /proc entries right after its exec: a short command can be
-        // gone before its first samples are drained.
-        recorder.track(c.pid());
+        // gone before its first samples are drained. What was sampled of it before its
+        // exec is the recorder's own fork (issue 23).
+        recorder.track_command(c.pid());
     }
     observer.started(child.as_ref().map(GatedChild::pid));
     let mut on_progress = |p: &Progress| {
