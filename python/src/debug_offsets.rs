@@ -81,7 +81,7 @@ pub struct DebugOffsets {
 /// Where each used field is in the 3.13 struct (bytes from its start), as `struct.field`.
 /// The positions follow `Include/internal/pycore_runtime.h` of 3.13 and are checked
 /// against the DWARF of pyenv's 3.13 by `tests/layout_dwarf.rs`.
-pub(crate) const FIELDS: [(&str, usize); 21] = [
+pub const FIELDS: [(&str, usize); 21] = [
     ("thread_state.size", 152),
     ("thread_state.current_frame", 184),
     ("thread_state.thread_id", 192),

@@ -182,12 +182,16 @@ pub struct DetectOptions {
     /// Whether the eval loop's `.cold` part may be taken from `.symtab` (else it is found
     /// from the code; tests compare the two).
     pub cold_from_symbols: bool,
+    /// Whether the file name and `DT_SONAME` count as evidence of the version (else the
+    /// exported API alone tells 3.8-3.10 apart; tests check it does).
+    pub version_from_names: bool,
 }
 
 impl Default for DetectOptions {
     fn default() -> Self {
         DetectOptions {
             cold_from_symbols: true,
+            version_from_names: true,
         }
     }
 }
@@ -211,7 +215,8 @@ pub fn detect_with(
     let unsupported = |version, reason| Ok(Detection::Unsupported(Unsupported { version, reason }));
     let name_version = file_name
         .and_then(PyVersion::from_file_name)
-        .or_else(|| elf.soname().as_deref().and_then(PyVersion::from_file_name));
+        .or_else(|| elf.soname().as_deref().and_then(PyVersion::from_file_name))
+        .filter(|_| options.version_from_names);
 
     if PYTHON2.iter().any(|n| has(n)) {
         return unsupported(

@@ -8,7 +8,8 @@ use std::ops::Range;
 
 use object::read::elf::{ElfFile64, FileHeader};
 use object::{
-    Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, RelocationTarget, SymbolKind,
+    Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, RelocationTarget, SectionKind,
+    SymbolKind,
 };
 use thiserror::Error;
 
@@ -90,18 +91,29 @@ impl<'d> ElfImage<'d> {
         out
     }
 
-    /// Start addresses of every named function (both tables): what a tail call may jump to.
-    pub fn function_starts(&self) -> Vec<u64> {
-        let mut starts: Vec<u64> = self
-            .file
-            .symbols()
-            .chain(self.file.dynamic_symbols())
-            .filter(|s| s.kind() == SymbolKind::Text && !s.is_undefined())
-            .map(|s| s.address())
-            .collect();
-        starts.sort_unstable();
-        starts.dedup();
-        starts
+    /// Allocated sections of data (not code, not `.bss`): address and bytes.
+    pub fn data_sections(&self) -> Vec<(u64, &'d [u8])> {
+        self.file
+            .sections()
+            .filter(|s| {
+                matches!(
+                    s.kind(),
+                    SectionKind::Data
+                        | SectionKind::ReadOnlyData
+                        | SectionKind::ReadOnlyDataWithRel
+                )
+            })
+            .filter_map(|s| Some((s.address(), s.data().ok()?)))
+            .collect()
+    }
+
+    /// The address ranges of the code sections.
+    pub fn code_ranges(&self) -> Vec<Range<u64>> {
+        self.file
+            .sections()
+            .filter(|s| s.kind() == SectionKind::Text)
+            .filter_map(|s| Some(s.address()..s.address().checked_add(s.size())?))
+            .collect()
     }
 
     /// The file's bytes at `address..address + len`, if one section holds them all.

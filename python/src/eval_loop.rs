@@ -3,38 +3,50 @@
 //! build leaves unnamed. A native frame whose PC is in any of these ranges is an eval-loop
 //! frame, to be replaced by the Python frames it ran.
 //!
-//! The cold part is found from a local `_PyEval_EvalFrameDefault.cold` symbol where the
-//! file has one (pyenv's 3.11 and 3.12), else from the code itself: the direct jumps of
-//! the hot part that land outside it, grouped by the `.eh_frame` FDE (the compiler's own
-//! function boundaries) that covers each target, keeping an FDE only when it is no named
-//! function and jumps back into the eval loop. On Debian's 3.11 all 314 such targets lie in
-//! one FDE, 13.9 KB long.
+//! The cold part is taken from local `_PyEval_EvalFrameDefault.cold` symbols where the
+//! file has them, else found from the code. The ways into it: the direct jumps of the hot
+//! part that land outside it, and the entries of its computed-goto table (`opcode_targets`,
+//! a run of code pointers in the file's data most of which point into the hot part) that
+//! do. Each such address lies in an `.eh_frame` FDE; the FDE is a piece of the eval loop
+//! when it begins inside the eval loop's own frame: its first row has the CFA and saved
+//! registers of a row of the hot part's FDE (a function begins at `rsp+8` with nothing
+//! saved). Pieces found are searched for further jumps in turn.
+//!
+//! On Debian's 3.11 (stripped) the hot part jumps to 314 addresses outside it, its opcode
+//! table has 81 entries outside it, and all lie in one FDE of 13.9 KB whose first row is
+//! the hot part's `rsp+352` frame. pyenv's 3.11 and 3.12 name a cold part of 4 and 8 bytes,
+//! reached only through the opcode table.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::ops::Range;
 
-use gimli::{BaseAddresses, CieOrFde, EhFrame, LittleEndian, UnwindSection};
-
 use crate::disasm::jump_targets;
+use crate::eh_frame::EhFrameIndex;
 use crate::elf::{ElfImage, Sym};
 use crate::limits::{MAX_COLD_PIECES, MAX_EVAL_LOOP_BYTES};
 
-/// FDEs parsed at most from one `.eh_frame` (Debian's python3 has about 20,000).
-const MAX_FDES: usize = 1 << 20;
+/// Code pointers into the hot part that make a run of data a jump table of it: the opcode
+/// table has 256 entries (most into the hot part); a handful of function pointers in a row
+/// is no such table.
+const MIN_TABLE_HITS: usize = 64;
+
+/// Bytes of data scanned for jump tables at most.
+const MAX_DATA_SCANNED: usize = 1 << 26;
 
 /// How the cold part was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ColdSource {
-    /// No jump of the hot part leaves it: the build has no cold part.
-    NoColdPart,
     /// From local `.cold` symbols.
     Symbols,
-    /// From the `.eh_frame` FDEs of the hot part's jump targets, `targets` of them
-    /// (distinct addresses).
-    JumpTargets { targets: usize },
-    /// Jumps leave the hot part but no FDE passed the checks (named, or no jump back,
-    /// or more pieces than a split makes): the cold part is unknown, `targets` targets.
-    Unresolved { targets: usize },
+    /// From the code: `jump_targets` distinct targets of direct jumps and `table_entries`
+    /// jump-table entries land in the pieces found; `unexplained` direct jump targets
+    /// outside the hot part lie in no piece and start no function (0 on every build
+    /// checked: a non-zero count means a piece was missed).
+    Code {
+        jump_targets: usize,
+        table_entries: usize,
+        unexplained: usize,
+    },
 }
 
 /// The eval loop's code, as file virtual addresses.
@@ -42,7 +54,7 @@ pub enum ColdSource {
 pub struct EvalLoop {
     /// `_PyEval_EvalFrameDefault` as its symbol gives it.
     pub hot: Range<u64>,
-    /// The unnamed (or `.cold`-named) rest, sorted.
+    /// The split-off rest, sorted; empty when the build has none.
     pub cold: Vec<Range<u64>>,
     pub cold_source: ColdSource,
 }
@@ -60,7 +72,7 @@ impl EvalLoop {
 }
 
 /// The eval loop of `elf`, whose `_PyEval_EvalFrameDefault` is `hot`. `use_symbols`:
-/// whether to look at `.symtab` first (tests turn it off to check the FDE way against it).
+/// whether to look at `.symtab` first (tests turn it off to check the code way against it).
 pub(crate) fn find(elf: &ElfImage<'_>, hot: Sym, use_symbols: bool) -> EvalLoop {
     let hot_range = hot.range();
     if use_symbols {
@@ -79,7 +91,7 @@ pub(crate) fn find(elf: &ElfImage<'_>, hot: Sym, use_symbols: bool) -> EvalLoop 
             };
         }
     }
-    let (cold, cold_source) = cold_by_jumps(elf, &hot_range);
+    let (cold, cold_source) = cold_from_code(elf, &hot_range);
     EvalLoop {
         hot: hot_range,
         cold,
@@ -87,118 +99,120 @@ pub(crate) fn find(elf: &ElfImage<'_>, hot: Sym, use_symbols: bool) -> EvalLoop 
     }
 }
 
-fn cold_by_jumps(elf: &ElfImage<'_>, hot: &Range<u64>) -> (Vec<Range<u64>>, ColdSource) {
+fn cold_from_code(elf: &ElfImage<'_>, hot: &Range<u64>) -> (Vec<Range<u64>>, ColdSource) {
+    let outside = |targets: &mut dyn Iterator<Item = u64>| -> BTreeSet<u64> {
+        targets.filter(|t| !hot.contains(t)).collect()
+    };
     let len = hot.end - hot.start;
-    let Some(code) = (len <= MAX_EVAL_LOOP_BYTES)
+    let code = (len <= MAX_EVAL_LOOP_BYTES)
         .then(|| elf.bytes_at(hot.start, len))
         .flatten()
-    else {
-        return (Vec::new(), ColdSource::Unresolved { targets: 0 });
-    };
-    let mut outside: Vec<u64> = jump_targets(code, hot.start)
-        .filter(|t| !hot.contains(t))
-        .collect();
-    outside.sort_unstable();
-    outside.dedup();
-    if outside.is_empty() {
-        return (Vec::new(), ColdSource::NoColdPart);
-    }
-    let fdes = fde_ranges(elf);
-    let named = elf.function_starts();
-    let fde_of = |t: u64| -> Option<Range<u64>> {
-        let i = fdes.partition_point(|r| r.start <= t);
-        let r = fdes.get(i.checked_sub(1)?)?;
-        r.contains(&t).then(|| r.clone())
-    };
-    // FDE start -> (range, jumps into it).
-    let mut pieces: BTreeMap<u64, Range<u64>> = BTreeMap::new();
-    let mut pending = outside.clone();
-    let mut rejected: Vec<u64> = Vec::new();
-    while let Some(t) = pending.pop() {
-        if hot.contains(&t) || pieces.values().any(|r| r.contains(&t)) {
-            continue;
-        }
-        let Some(fde) = fde_of(t) else { continue };
-        if rejected.contains(&fde.start) {
-            continue;
-        }
-        if named.binary_search(&fde.start).is_ok() || fde.end - fde.start > MAX_EVAL_LOOP_BYTES {
-            rejected.push(fde.start);
-            continue;
-        }
-        let Some(bytes) = elf.bytes_at(fde.start, fde.end - fde.start) else {
-            rejected.push(fde.start);
-            continue;
-        };
-        let targets: Vec<u64> = jump_targets(bytes, fde.start).collect();
-        let back = targets
-            .iter()
-            .any(|t| hot.contains(t) || pieces.values().any(|r| r.contains(t)));
-        if !back {
-            rejected.push(fde.start);
-            continue;
-        }
-        if pieces.len() == MAX_COLD_PIECES {
-            return (
-                Vec::new(),
-                ColdSource::Unresolved {
-                    targets: outside.len(),
-                },
-            );
-        }
-        pieces.insert(fde.start, fde.clone());
-        // A cold piece may jump on to another one.
-        pending.extend(targets.into_iter().filter(|t| !fde.contains(t)));
-    }
-    let targets = outside
-        .iter()
-        .filter(|t| pieces.values().any(|r| r.contains(t)))
-        .count();
-    if pieces.is_empty() {
+        .unwrap_or(&[]);
+    let direct = outside(&mut jump_targets(code, hot.start));
+    let tables = outside(&mut table_entries(elf, hot).into_iter());
+    if direct.is_empty() && tables.is_empty() {
         return (
             Vec::new(),
-            ColdSource::Unresolved {
-                targets: outside.len(),
+            ColdSource::Code {
+                jump_targets: 0,
+                table_entries: 0,
+                unexplained: 0,
             },
         );
     }
-    (
-        pieces.into_values().collect(),
-        ColdSource::JumpTargets { targets },
-    )
+
+    let index = EhFrameIndex::new(elf);
+    let hot_shapes: HashSet<_> = index.shapes(hot.start, usize::MAX).into_iter().collect();
+    let mut pieces: BTreeMap<u64, Range<u64>> = BTreeMap::new();
+    let mut rejected: HashSet<u64> = HashSet::new();
+    let mut all_direct = direct.clone();
+    let mut pending: Vec<u64> = direct.iter().chain(&tables).copied().collect();
+    while let Some(t) = pending.pop() {
+        if pieces.values().any(|r| r.contains(&t)) {
+            continue;
+        }
+        let Some(fde) = index.range_of(t) else {
+            continue;
+        };
+        if rejected.contains(&fde.start) || fde.start < hot.end && hot.start < fde.end {
+            continue;
+        }
+        let first = index.shapes(fde.start, 1).into_iter().next();
+        let piece = first.is_some_and(|s| !s.is_function_entry() && hot_shapes.contains(&s));
+        if !piece || fde.end - fde.start > MAX_EVAL_LOOP_BYTES || pieces.len() == MAX_COLD_PIECES {
+            rejected.insert(fde.start);
+            continue;
+        }
+        // A piece may jump on to another one (or back, which is no new target).
+        if let Some(bytes) = elf.bytes_at(fde.start, fde.end - fde.start) {
+            for j in jump_targets(bytes, fde.start) {
+                if !hot.contains(&j) && !fde.contains(&j) && all_direct.insert(j) {
+                    pending.push(j);
+                }
+            }
+        }
+        pieces.insert(fde.start, fde);
+    }
+    let in_pieces = |t: &&u64| pieces.values().any(|r| r.contains(t));
+    // A direct jump out of the eval loop that reaches no piece must start a function (a
+    // tail call); anything else is a piece not found.
+    let unexplained = all_direct
+        .iter()
+        .filter(|t| !in_pieces(t))
+        .filter(|t| {
+            let starts_function = index.range_of(**t).is_some_and(|r| {
+                r.start == **t
+                    && index
+                        .shapes(r.start, 1)
+                        .first()
+                        .is_some_and(|s| s.is_function_entry())
+            });
+            !starts_function
+        })
+        .count();
+    let source = ColdSource::Code {
+        jump_targets: all_direct.iter().filter(in_pieces).count(),
+        table_entries: tables.iter().filter(in_pieces).count(),
+        unexplained,
+    };
+    (pieces.into_values().collect(), source)
 }
 
-/// The address ranges of every FDE in `.eh_frame`, sorted by start.
-fn fde_ranges(elf: &ElfImage<'_>) -> Vec<Range<u64>> {
-    let Some((address, data)) = elf.section(".eh_frame") else {
-        return Vec::new();
-    };
-    let eh = EhFrame::new(data, LittleEndian);
-    let mut bases = BaseAddresses::default().set_eh_frame(address);
-    if let Some((text, _)) = elf.section(".text") {
-        bases = bases.set_text(text);
-    }
+/// Entries of the jump tables of the hot part: runs of 8-byte-aligned code pointers in the
+/// file's data with at least [`MIN_TABLE_HITS`] into the hot part. Position-dependent
+/// files hold the addresses as they are; shared ones hold them as relocation addends,
+/// which the GNU linker also writes into the slots.
+fn table_entries(elf: &ElfImage<'_>, hot: &Range<u64>) -> Vec<u64> {
+    let code = elf.code_ranges();
+    let is_code = |w: u64| code.iter().any(|r| r.contains(&w));
     let mut out = Vec::new();
-    let mut entries = eh.entries(&bases);
-    while out.len() < MAX_FDES {
-        let Ok(Some(entry)) = entries.next() else {
+    let mut scanned = 0;
+    for (address, data) in elf.data_sections() {
+        if scanned + data.len() > MAX_DATA_SCANNED {
             break;
-        };
-        let CieOrFde::Fde(partial) = entry else {
-            continue;
-        };
-        let Ok(fde) =
-            partial.parse(|section, bases, offset| section.cie_from_offset(bases, offset))
-        else {
-            continue;
-        };
-        let start = fde.initial_address();
-        if let Some(end) = start.checked_add(fde.len())
-            && end > start
-        {
-            out.push(start..end);
         }
+        scanned += data.len();
+        let skip = ((8 - address % 8) % 8) as usize;
+        let mut run: Vec<u64> = Vec::new();
+        let mut flush = |run: &mut Vec<u64>| {
+            if run.iter().filter(|w| hot.contains(w)).count() >= MIN_TABLE_HITS {
+                out.extend(run.iter().filter(|w| !hot.contains(w)));
+            }
+            run.clear();
+        };
+        for word in data.get(skip..).unwrap_or(&[]).chunks_exact(8) {
+            let w = u64::from_le_bytes([
+                word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
+            ]);
+            if is_code(w) {
+                run.push(w);
+            } else {
+                flush(&mut run);
+            }
+        }
+        flush(&mut run);
     }
-    out.sort_by_key(|r| r.start);
+    out.sort_unstable();
+    out.dedup();
     out
 }

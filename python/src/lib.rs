@@ -39,6 +39,7 @@ pub mod code;
 pub mod debug_offsets;
 pub mod detect;
 mod disasm;
+mod eh_frame;
 pub mod elf;
 pub mod eval_loop;
 pub mod frame_walk;
