@@ -68,3 +68,42 @@ impl CodeCache {
         self.entries.is_empty()
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::test_image::{BYTES_TYPE, CODE_TYPE, Image, STR_TYPE};
+    use crate::version::PyVersion;
+
+    #[test]
+    fn a_reused_address_is_decoded_again() {
+        let layout = Layout::for_version(PyVersion::minor(3, 11)).unwrap();
+        let types = TypeAddresses {
+            code: Some(CODE_TYPE),
+            str: Some(STR_TYPE),
+            bytes: Some(BYTES_TYPE),
+        };
+        let mut img = Image::new(layout);
+        let addr = img.code("old", "old", "a.py", 1, &[0x80], 2);
+        let mut cache = CodeCache::new(layout, types);
+        assert_eq!(cache.get(&img.mem, addr).unwrap().qualname, "old");
+        assert_eq!(cache.get(&img.mem, addr).unwrap().qualname, "old");
+        assert_eq!((cache.decodes, cache.hits), (1, 1));
+        // The old code object is freed and another one allocated at its address: its
+        // names are other string objects.
+        let new = img.str("new");
+        img.poke(addr, layout.code.qualname.unwrap(), new);
+        img.poke(addr, layout.code.name, new);
+        assert_eq!(cache.get(&img.mem, addr).unwrap().qualname, "new");
+        assert_eq!((cache.decodes, cache.hits), (2, 1));
+        // A failure is kept too: the same bad object is not decoded twice.
+        img.poke(addr, layout.ob_type, 7);
+        assert!(cache.get(&img.mem, addr).is_err());
+        assert!(cache.get(&img.mem, addr).is_err());
+        assert_eq!((cache.decodes, cache.hits), (3, 2));
+        // An unreadable header is an error, never a stale answer.
+        assert!(cache.get(&img.mem, 0xdead_0000).is_err());
+        assert_eq!(cache.len(), 1);
+    }
+}

@@ -273,3 +273,112 @@ fn read_bytes(
         size as usize,
     )?)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::test_image::{BYTES_TYPE, CODE_TYPE, Image, STR_TYPE};
+    use crate::version::PyVersion;
+
+    const TYPES: TypeAddresses = TypeAddresses {
+        code: Some(CODE_TYPE),
+        str: Some(STR_TYPE),
+        bytes: Some(BYTES_TYPE),
+    };
+
+    fn layout(minor: u8) -> Layout {
+        Layout::for_version(PyVersion::minor(3, minor)).unwrap()
+    }
+
+    #[test]
+    fn decodes_a_3_12_code_object() {
+        let mut img = Image::new(layout(12));
+        // Location table: one-line form +1 for 2 units, then short form 1 unit.
+        let table = [0x80 | (11 << 3) | 1, 0, 4, 0x80, 3];
+        let addr = img.code("K.f", "f", "/x/\u{e9}t\u{e9}.py", 10, &table, 6);
+        let c = read_code(&img.mem, &img.layout, &TYPES, addr).unwrap();
+        assert_eq!((c.qualname.as_str(), c.name.as_str()), ("K.f", "f"));
+        assert_eq!(c.filename, "/x/\u{e9}t\u{e9}.py");
+        assert_eq!((c.first_line, c.code_bytes), (10, 6));
+        let start = addr + 192;
+        assert_eq!(c.line_at(start), Some(11));
+        assert_eq!(c.line_at(start + 4), Some(11));
+        assert_eq!(
+            c.line_at(start - 2),
+            Some(10),
+            "before the first instruction"
+        );
+        assert_eq!(c.line_at(start + 6), None, "past the code");
+        assert_eq!(c.line_at(start + 1), None, "odd");
+    }
+
+    #[test]
+    fn decodes_a_3_8_code_object() {
+        let mut img = Image::new(layout(8));
+        let addr = img.code("f", "f", "a.py", 3, &[4, 2], 8);
+        let c = read_code(&img.mem, &img.layout, &TYPES, addr).unwrap();
+        assert_eq!((c.qualname.as_str(), c.code_bytes), ("f", 8));
+        assert_eq!(c.line_at(2), Some(3));
+        assert_eq!(c.line_at(4), Some(5));
+        assert_eq!(c.line_at(-1i64 as u64), Some(3), "f_lasti -1");
+    }
+
+    #[test]
+    fn hostile_code_objects_are_errors() {
+        let l = layout(12);
+        let mut img = Image::new(l);
+        let addr = img.code("f", "f", "a.py", 1, &[0x80], 2);
+        let read = |img: &Image| read_code(&img.mem, &img.layout, &TYPES, addr);
+        img.poke(addr, l.ob_type, 0x1234);
+        assert!(matches!(
+            read(&img),
+            Err(CodeError::NotCode { found: 0x1234, .. })
+        ));
+        img.poke(addr, l.ob_type, CODE_TYPE);
+        img.poke(addr, l.code.first_line, u64::from(u32::MAX));
+        assert!(matches!(
+            read(&img),
+            Err(CodeError::BadFirstLine { value: -1, .. })
+        ));
+        img.poke(addr, l.code.first_line, 1);
+        let CodeSize::Units { ob_size } = l.code.size else {
+            panic!()
+        };
+        img.poke(addr, ob_size, u64::MAX / 4);
+        assert!(matches!(read(&img), Err(CodeError::BadCodeSize { .. })));
+        img.poke(addr, ob_size, 1);
+        img.poke(addr, l.code.name, 0xdead_0000);
+        assert!(matches!(
+            read(&img),
+            Err(CodeError::BadString {
+                field: "co_name",
+                source: StringError::Read(_),
+                ..
+            })
+        ));
+        // A bad line table costs the lines, not the names.
+        let name = img.str("f");
+        img.poke(addr, l.code.name, name);
+        let table = img.bytes(&[0x80]);
+        img.poke(table, l.bytes.size, MAX_LINE_TABLE_BYTES + 1);
+        img.poke(addr, l.code.line_table, table);
+        let c = read(&img).unwrap();
+        assert_eq!(c.name, "f");
+        assert!(matches!(
+            c.lines,
+            Err(LinesError::Table(LineTableError::TooLong(_)))
+        ));
+        assert_eq!(c.line_at(addr + 192), None);
+        img.poke(table, l.ob_type, STR_TYPE);
+        assert!(matches!(
+            read(&img).unwrap().lines,
+            Err(LinesError::NotBytes { .. })
+        ));
+        img.poke(addr, l.code.line_table, 0);
+        assert!(matches!(
+            read(&img).unwrap().lines,
+            Err(LinesError::Read(_))
+        ));
+    }
+}

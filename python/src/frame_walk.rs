@@ -67,7 +67,10 @@ impl WalkDescription {
             return Ok(None);
         }
         let key = u32::from_le_bytes([tss[4], tss[5], tss[6], tss[7]]);
-        let value = match tsd.slot(fs_base, key) {
+        let Some(slot) = tsd.slot(fs_base, key) else {
+            return Ok(None);
+        };
+        let value = match slot {
             TsdSlot::Direct(at) => u64::from_le_bytes(read_array(mem, at)?),
             TsdSlot::Indirect {
                 block_pointer,
@@ -174,5 +177,155 @@ impl WalkDescription {
             frames,
             end: WalkEnd::Bottom,
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::layout::Layout;
+    use crate::memory::RegionMemory;
+    use crate::version::PyVersion;
+
+    fn desc(minor: u8) -> WalkDescription {
+        let v = PyVersion::minor(3, minor);
+        WalkDescription::new(v, &Layout::for_version(v).unwrap())
+    }
+
+    /// A frame of `d` at `at`: code, instr, previous, entry byte.
+    fn frame(
+        mem: &mut RegionMemory,
+        d: &WalkDescription,
+        at: u64,
+        code: u64,
+        prev: u64,
+        entry: u8,
+    ) {
+        let mut b = vec![0u8; usize::from(d.frame_size)];
+        let put = |b: &mut Vec<u8>, o: u16, v: &[u8]| {
+            b[usize::from(o)..usize::from(o) + v.len()].copy_from_slice(v)
+        };
+        put(&mut b, d.frame_code, &code.to_le_bytes());
+        put(&mut b, d.frame_previous, &prev.to_le_bytes());
+        put(
+            &mut b,
+            d.frame_instr,
+            &(code + 0x100).to_le_bytes()[..usize::from(d.instr_size)],
+        );
+        if d.entry_mode != 0 {
+            b[usize::from(d.frame_entry)] = entry;
+        }
+        mem.add(at, b);
+    }
+
+    #[test]
+    fn shims_mark_the_frame_before_them() {
+        let d = desc(12);
+        let mut m = RegionMemory::new();
+        // newest 0x1000 -> 0x2000 -> shim 0x3000 -> 0x4000 -> shim 0x5000 -> end
+        frame(&mut m, &d, 0x1000, 0xa, 0x2000, 0);
+        frame(&mut m, &d, 0x2000, 0xb, 0x3000, 0);
+        frame(&mut m, &d, 0x3000, 0xdead, 0x4000, 3);
+        frame(&mut m, &d, 0x4000, 0xc, 0x5000, 1);
+        frame(&mut m, &d, 0x5000, 0xdead, 0, 3);
+        let w = d.walk(&m, 0x1000, 128);
+        assert_eq!(w.end, WalkEnd::Bottom);
+        let got: Vec<(u64, bool)> = w.frames.iter().map(|f| (f.code, f.entry)).collect();
+        assert_eq!(got, vec![(0xa, false), (0xb, true), (0xc, true)]);
+        assert_eq!(w.frames[0].instr, 0xa + 0x100);
+    }
+
+    #[test]
+    fn flag_bytes_and_lasti() {
+        let d = desc(11);
+        let mut m = RegionMemory::new();
+        frame(&mut m, &d, 0x1000, 0xa, 0x2000, 0);
+        frame(&mut m, &d, 0x2000, 0xb, 0, 1);
+        let got: Vec<bool> = d
+            .walk(&m, 0x1000, 8)
+            .frames
+            .iter()
+            .map(|f| f.entry)
+            .collect();
+        assert_eq!(got, vec![false, true]);
+        // 3.8: every frame an entry, f_lasti sign-extended.
+        let d = desc(8);
+        let mut m = RegionMemory::new();
+        frame(&mut m, &d, 0x1000, 0xa, 0, 0);
+        m.write(0x1000 + u64::from(d.frame_instr), &(-1i32).to_le_bytes());
+        let w = d.walk(&m, 0x1000, 8);
+        assert_eq!(
+            w.frames,
+            vec![FrameRecord {
+                code: 0xa,
+                instr: u64::MAX,
+                entry: true
+            }]
+        );
+    }
+
+    #[test]
+    fn loops_and_holes_end_the_walk() {
+        let d = desc(12);
+        let mut m = RegionMemory::new();
+        frame(&mut m, &d, 0x1000, 0xa, 0x1000, 0);
+        let w = d.walk(&m, 0x1000, 50);
+        assert_eq!((w.frames.len(), w.end), (50, WalkEnd::Cap));
+        let w = d.walk(&m, 0x1000, usize::MAX);
+        assert_eq!(w.frames.len(), MAX_WALK_FRAMES, "the hard cap");
+        // A loop of shims reports nothing and still ends.
+        let mut m = RegionMemory::new();
+        frame(&mut m, &d, 0x1000, 0xa, 0x1000, 3);
+        let w = d.walk(&m, 0x1000, 50);
+        assert_eq!((w.frames.len(), w.end), (0, WalkEnd::Cap));
+        // An unreadable frame keeps the frames before it.
+        let mut m = RegionMemory::new();
+        frame(&mut m, &d, 0x1000, 0xa, 0x9000, 0);
+        let w = d.walk(&m, 0x1000, 50);
+        assert_eq!(w.frames.len(), 1);
+        assert!(matches!(
+            w.end,
+            WalkEnd::Unreadable(ReadError { addr: 0x9000, .. })
+        ));
+    }
+
+    #[test]
+    fn thread_state_through_either_key_level() {
+        let d = desc(11);
+        let tsd = TsdLayout {
+            specific: 0x510,
+            per_block: 32,
+            blocks: 32,
+            key_data_size: 16,
+            key_data_data: 8,
+            first_block: Some(0x310),
+        };
+        let (runtime, fs) = (0x10_0000u64, 0x20_0000u64);
+        let mut m = RegionMemory::new();
+        m.add(runtime, vec![0; 4096]);
+        m.add(fs, vec![0; 0x1000]);
+        let tss = runtime + u64::from(d.runtime_tss);
+        // Not initialised: no state, whatever the key.
+        assert_eq!(d.thread_state(&m, &tsd, runtime, fs).unwrap(), None);
+        m.write(tss, &[1, 0, 0, 0, 5, 0, 0, 0]);
+        m.write(fs + 0x310 + 16 * 5 + 8, &0x77u64.to_le_bytes());
+        assert_eq!(d.thread_state(&m, &tsd, runtime, fs).unwrap(), Some(0x77));
+        // The same key through specific[0], which glibc points at the first block.
+        m.write(fs + 0x510, &(fs + 0x310).to_le_bytes());
+        let two = tsd.without_first_block();
+        assert_eq!(d.thread_state(&m, &two, runtime, fs).unwrap(), Some(0x77));
+        // A key of the second block: specific[1], NULL until the thread sets such a key.
+        m.write(tss + 4, &40u32.to_le_bytes());
+        assert_eq!(d.thread_state(&m, &tsd, runtime, fs).unwrap(), None);
+        m.add(0x30_0000, vec![0; 512]);
+        m.write(fs + 0x510 + 8, &0x30_0000u64.to_le_bytes());
+        m.write(0x30_0000 + 16 * 8 + 8, &0x99u64.to_le_bytes());
+        assert_eq!(d.thread_state(&m, &tsd, runtime, fs).unwrap(), Some(0x99));
+        // A key glibc cannot have made (>= 1024) reads nothing.
+        m.write(tss + 4, &1024u32.to_le_bytes());
+        assert_eq!(d.thread_state(&m, &tsd, runtime, fs).unwrap(), None);
+        m.write(tss + 4, &u32::MAX.to_le_bytes());
+        assert_eq!(d.thread_state(&m, &tsd, runtime, fs).unwrap(), None);
     }
 }

@@ -55,13 +55,16 @@ pub enum TsdError {
 /// | 3      | u8   | `key_data_size`  |
 /// | 4      | u16  | `first_block`, 0 when unknown (use the two-read way) |
 /// | 6      | u8   | `key_data_data`  |
-/// | 7      | u8   | reserved, 0      |
+/// | 7      | u8   | `blocks`         |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TsdLayout {
     /// Offset in `struct pthread` of `specific`, the array of pointers to key blocks.
     pub specific: u16,
     /// Keys per block (`PTHREAD_KEY_2NDLEVEL_SIZE`, 32).
     pub per_block: u8,
+    /// Entries of `specific` (`PTHREAD_KEY_1STLEVEL_SIZE`, 32): keys from
+    /// `blocks * per_block` on (glibc's `PTHREAD_KEYS_MAX`, 1024) do not exist.
+    pub blocks: u8,
     /// Bytes of one `struct pthread_key_data` (`seq`, `data`).
     pub key_data_size: u8,
     /// Offset of `data` in `struct pthread_key_data`.
@@ -107,7 +110,9 @@ impl TsdLayout {
         let bad = |name, value| TsdError::Implausible { name, value };
         // `specific` is an array of pointers, offset below 64 KiB.
         let specific_off = u16::try_from(specific[2]).map_err(|_| bad(SPECIFIC, specific))?;
-        if specific[0] == 0 || specific[0] % 64 != 0 {
+        // The whole array is one descriptor field: its size in bits is 64 per entry.
+        let blocks = u8::try_from(specific[0] / 64).map_err(|_| bad(SPECIFIC, specific))?;
+        if blocks == 0 || !specific[0].is_multiple_of(64) {
             return Err(bad(SPECIFIC, specific));
         }
         // `data` is a pointer inside the entry; the level-2 block has `per_block` entries
@@ -127,6 +132,7 @@ impl TsdLayout {
         Ok(TsdLayout {
             specific: specific_off,
             per_block,
+            blocks,
             key_data_size,
             key_data_data,
             first_block,
@@ -145,33 +151,37 @@ impl TsdLayout {
             f[0],
             f[1],
             self.key_data_data,
-            0,
+            self.blocks,
         ]
     }
 
     /// The addresses a thread's value for `key` is read through, given the thread's FS
     /// base: one address (first block) or a pointer's address and the offset to add to
-    /// the pointer read there. What the BPF program computes; [`crate::thread_state`] reads.
-    pub fn slot(&self, fs_base: u64, key: u32) -> TsdSlot {
+    /// the pointer read there; `None` for a key glibc cannot have made. What the BPF
+    /// program computes; [`crate::WalkDescription::thread_state`] reads.
+    pub fn slot(&self, fs_base: u64, key: u32) -> Option<TsdSlot> {
         let per = u32::from(self.per_block.max(1));
+        if key >= per * u32::from(self.blocks) {
+            return None;
+        }
         let size = u64::from(self.key_data_size);
         let data = u64::from(self.key_data_data);
         if let Some(first) = self.first_block
             && key < per
         {
-            return TsdSlot::Direct(
+            return Some(TsdSlot::Direct(
                 fs_base
                     .wrapping_add(u64::from(first))
                     .wrapping_add(size * u64::from(key))
                     .wrapping_add(data),
-            );
+            ));
         }
-        TsdSlot::Indirect {
+        Some(TsdSlot::Indirect {
             block_pointer: fs_base
                 .wrapping_add(u64::from(self.specific))
                 .wrapping_add(8 * u64::from(key / per)),
             offset: size * u64::from(key % per) + data,
-        }
+        })
     }
 
     /// The same layout without the one-read way (tests check both ways agree).

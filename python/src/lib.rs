@@ -54,6 +54,9 @@ pub mod unicode;
 pub mod version;
 pub mod walk;
 
+#[cfg(test)]
+mod test_image;
+
 pub use cache::CodeCache;
 pub use code::{CodeError, CodeObject, TypeAddresses, read_code};
 pub use detect::{

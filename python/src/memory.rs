@@ -76,6 +76,27 @@ impl RegionMemory {
         self.regions.push((addr, bytes));
         self
     }
+
+    /// Overwrites bytes inside a region (the latest holding them all); `false` when none
+    /// does.
+    pub fn write(&mut self, addr: u64, bytes: &[u8]) -> bool {
+        for (start, region) in self.regions.iter_mut().rev() {
+            let Some(at) = addr
+                .checked_sub(*start)
+                .and_then(|a| usize::try_from(a).ok())
+            else {
+                continue;
+            };
+            if let Some(dst) = at
+                .checked_add(bytes.len())
+                .and_then(|end| region.get_mut(at..end))
+            {
+                dst.copy_from_slice(bytes);
+                return true;
+            }
+        }
+        false
+    }
 }
 
 impl MemoryReader for RegionMemory {
