@@ -105,14 +105,18 @@ pub const FIELDS: [(&str, usize); 21] = [
     ("unicode_object.length", 552),
 ];
 
-/// `unicode_object.asciiobject_size`, read apart: it is a size, not a field offset.
-const ASCII_SIZE_AT: usize = 560;
-/// `unicode_object.size`: `sizeof(PyUnicodeObject)`.
-const UNICODE_SIZE_AT: usize = 536;
-/// `bytes_object.size`.
-const BYTES_SIZE_AT: usize = 512;
-/// `pyobject.size`.
+/// The struct sizes read (the bounds of the fields inside them), with their positions.
+pub const SIZES: [(&str, usize); 4] = [
+    ("pyobject.size", OBJECT_SIZE_AT),
+    ("bytes_object.size", BYTES_SIZE_AT),
+    ("unicode_object.size", UNICODE_SIZE_AT),
+    ("unicode_object.asciiobject_size", ASCII_SIZE_AT),
+];
 const OBJECT_SIZE_AT: usize = 352;
+const BYTES_SIZE_AT: usize = 512;
+const UNICODE_SIZE_AT: usize = 536;
+/// `sizeof(PyASCIIObject)`: where an ASCII string's characters start.
+const ASCII_SIZE_AT: usize = 560;
 
 fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     crate::memory::field_u64(b, at)

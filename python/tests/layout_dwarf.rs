@@ -203,10 +203,11 @@ fn every_offset_matches_the_dwarf() {
 
         // 3.13: where the parser reads each field of `_Py_DebugOffsets`.
         if minor >= 13 {
-            for (name, position) in hotspot_python::debug_offsets::FIELDS {
+            let fields = hotspot_python::debug_offsets::FIELDS.iter();
+            for (name, position) in fields.chain(&hotspot_python::debug_offsets::SIZES) {
                 assert_eq!(
                     at("_Py_DebugOffsets", name) as usize,
-                    position,
+                    *position,
                     "{ctx}: _Py_DebugOffsets.{name}"
                 );
             }
