@@ -8,7 +8,11 @@ fn main() {
                 continue;
             }
         };
-        match hotspot_python::detect(&data, Some(&path)) {
+        let started = std::time::Instant::now();
+        let verdict = hotspot_python::detect(&data, Some(&path));
+        let took = started.elapsed();
+        println!("{path}: detection took {took:.2?} ({} bytes)", data.len());
+        match verdict {
             Ok(hotspot_python::Detection::Supported(i)) => println!(
                 "{path}: CPython {} ({:?}), offsets from {:?}, key {:?} at _PyRuntime+{}, eval loop {:x?} cold {:x?} ({:?})",
                 i.version,

@@ -156,11 +156,14 @@ pub struct Interpreter {
     pub layout: Layout,
     pub offsets_from: OffsetsSource,
     pub key_check: KeyCheck,
-    /// What the BPF program is given (the same offsets as `layout`).
-    pub walk: WalkDescription,
 }
 
 impl Interpreter {
+    /// What the BPF program is given: the walk's offsets of [`Self::layout`].
+    pub fn walk(&self) -> WalkDescription {
+        WalkDescription::new(self.version, &self.layout)
+    }
+
     /// The file address of the `Py_tss_t` holding the interpreter's pthread key.
     pub fn tss_address(&self) -> u64 {
         self.runtime.address + u64::from(self.layout.runtime_tss)
@@ -375,7 +378,6 @@ pub fn detect_with(
         str_type: str_type.address,
         bytes_type: bytes_type.address,
         eval_loop,
-        walk: WalkDescription::new(version, &layout),
         layout,
         offsets_from,
         key_check,

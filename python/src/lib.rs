@@ -4,7 +4,7 @@
 //! # Wiring (what the recorder does)
 //!
 //! 1. **Detection**, once per file (executable or mapped library, keyed by build-id):
-//!    [`detect`] → [`Detection`]. `Supported(interp)` carries file addresses; add the
+//!    [`detect()`] → [`Detection`]. `Supported(interp)` carries file addresses; add the
 //!    mapping's load bias for the process's: `_PyRuntime` ([`Interpreter::runtime`]),
 //!    the eval loop's ranges hot and cold ([`Interpreter::eval_loop`]), the type objects
 //!    ([`Interpreter::type_addresses`]). `Unsupported(u)` prints as the one line `info`
@@ -27,7 +27,7 @@
 //!
 //! # Modules
 //!
-//! - [`detect`]: the verdict on a file ([`version`], [`debug_offsets`], [`layout`],
+//! - [`mod@detect`]: the verdict on a file ([`version`], [`debug_offsets`], [`layout`],
 //!   [`tss_key`], [`eval_loop`] behind it, [`elf`] and `disasm` under those);
 //! - [`glibc_tsd`]: thread-specific data in glibc;
 //! - [`walk`], [`frame_walk`]: the walk description and the walk;

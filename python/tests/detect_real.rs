@@ -71,7 +71,7 @@ fn supported_interpreters_are_recognised_with_their_version() {
             "{}",
             py.label
         );
-        assert_eq!(i.walk.minor, running.minor, "{}", py.label);
+        assert_eq!(i.walk().minor, running.minor, "{}", py.label);
         println!(
             "{}: CPython {} from {:?}, key at _PyRuntime+{} (checked in the code), cold part {:x?} ({:?})",
             py.label,

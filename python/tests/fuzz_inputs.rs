@@ -4,7 +4,8 @@
 //! finds goes here, minimised, as `python_memory-crash-<hash>` or `python_elf-crash-<hash>`.
 //!
 //! `HS_FUZZ_SEEDS=DIR cargo test -p hotspot-python --test fuzz_inputs` writes the seeds
-//! to `DIR/python_memory` and `DIR/python_elf` (e.g. DIR = `fuzz/corpus`): a memory image
+//! to `DIR/python_memory` and `DIR/python_elf` (DIR absolute, e.g. `$PWD/fuzz/corpus`;
+//! cargo runs tests in `python/`): a memory image
 //! per layout with a code object, its strings, line table and a frame naming it; fake
 //! interpreters built with gcc (3.11, 3.12 stripped, 3.13).
 

@@ -154,7 +154,7 @@ fn check(py: &common::Python) {
         py.label
     );
     let mem = ProcMem(File::open(format!("/proc/{pid}/mem")).unwrap());
-    let walk = interp.walk;
+    let walk = interp.walk();
     let mut cache = CodeCache::new(interp.layout, interp.type_addresses(bias));
 
     for t in &threads {

@@ -148,12 +148,9 @@ pub fn check_elf(input: &[u8]) {
         assert!((8..=13).contains(&i.version.minor), "{}", i.version);
         assert!(i.eval_loop.cold.len() <= MAX_COLD_PIECES);
         assert!(i.eval_loop.cold.iter().all(|r| !r.is_empty()));
-        assert!(usize::from(i.walk.frame_size) >= 16);
-        assert_eq!(
-            WalkDescription::from_bytes(&i.walk.to_bytes()),
-            Some(i.walk)
-        );
-        assert_eq!(i.walk, WalkDescription::new(i.version, &i.layout));
+        let walk = i.walk();
+        assert!(usize::from(walk.frame_size) >= 16);
+        assert_eq!(WalkDescription::from_bytes(&walk.to_bytes()), Some(walk));
     }
 }
 
