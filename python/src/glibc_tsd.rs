@@ -306,8 +306,11 @@ fn first_block_in_code(elf: &ElfImage<'_>, func: Sym, size: u8, data: u8) -> Opt
         };
         let value = match m {
             Mnemonic::Mov if insn.op1_kind() == OpKind::Memory && !tp_load(&insn) => {
-                let a = address()?;
-                if a.tp && a.k == i64::from(size) {
+                // The load of the key's value; any other load leaves its register unknown.
+                if let Some(a) = address()
+                    && a.tp
+                    && a.k == i64::from(size)
+                {
                     let first = a.c.checked_sub(i64::from(data))?;
                     return u16::try_from(first).ok();
                 }
