@@ -3,8 +3,8 @@
 //!
 //! The one way in: [`Capture::ingest`] splits each block, its definitions into the
 //! capture's tables and its samples into a [`SampleSink`] the caller picks: a tally for
-//! the reports ([`crate::tally::Tally`]), time buckets for the views
-//! ([`crate::tui::model::Data`]), or the plain vector [`Capture::samples`] that
+//! the reports ([`crate::tally::Tally`]), time buckets for the views (`hotspot-tui`'s
+//! `model::Data`), or the plain vector [`Capture::samples`] that
 //! [`Capture::open`] and [`Capture::from_bytes`] fill (tests, `info` of a capture in memory).
 
 use std::collections::btree_map::Entry;
@@ -145,16 +145,14 @@ pub struct Capture {
 impl Capture {
     /// Reads a finished (or cut) capture file.
     pub fn open(path: &Path) -> Result<Capture, ReplayError> {
-        let io = |source| ReplayError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
-        ReplayError::check_file(path, &meta)?;
+        let (mut file, meta) = crate::file::open(path)?;
         // A finished capture may be mapped; reading a copy is as good for small files
         // and immune to the file being truncated under the mapping.
-        let data = std::fs::read(path).map_err(io)?;
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut data).map_err(|source| ReplayError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let mut c = Capture::from_bytes(&data).map_err(|e| e.with_path(path))?;
         c.path = path.to_path_buf();
         c.file_size = meta.len();

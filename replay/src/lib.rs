@@ -4,6 +4,7 @@ pub mod capture;
 pub mod clock;
 pub mod error;
 pub mod export;
+pub mod file;
 pub mod info;
 pub mod metric;
 pub mod model;
@@ -12,7 +13,6 @@ pub mod profile;
 pub mod resymbolize;
 pub mod sanitize;
 pub mod tally;
-pub mod tui;
 pub mod unwinding;
 
 pub use capture::Capture;

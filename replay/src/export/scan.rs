@@ -93,10 +93,7 @@ impl Scan {
             path: path.to_path_buf(),
             source,
         };
-        let file = std::fs::File::open(path).map_err(io)?;
-        // Checked on the file opened, not the path: nothing can swap it in between.
-        let meta = file.metadata().map_err(io)?;
-        ReplayError::check_file(path, &meta)?;
+        let (file, _) = crate::file::open(path)?;
         // A finished capture is mapped, not read into memory, and the pages already
         // decoded are handed back as the scan moves on: memory then follows what the
         // capture defines, not how many samples it holds.
