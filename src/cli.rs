@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use hotspot_replay::export::{Selection, TimeSpec};
+use hotspot_replay::export::Selection;
 use hotspot_replay::metric::Metric;
+use hotspot_replay::time::TimeSpec;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -254,7 +255,7 @@ fn parse_metric(s: &str) -> Result<Metric, String> {
 
 fn parse_time(s: &str) -> Result<TimeSpec, String> {
     s.parse()
-        .map_err(|e: hotspot_replay::export::ExportError| e.to_string())
+        .map_err(|e: hotspot_replay::time::TimeError| e.to_string())
 }
 
 #[derive(Debug, Args)]

@@ -13,6 +13,7 @@ pub mod profile;
 pub mod resymbolize;
 pub mod sanitize;
 pub mod tally;
+pub mod time;
 pub mod unwinding;
 
 pub use capture::Capture;

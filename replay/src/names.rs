@@ -5,9 +5,6 @@ use hotspot_format::{FrameAddr, FrameId, ModuleKind, SourceLoc};
 use std::sync::Arc;
 
 use crate::capture::Capture;
-/// Re-exported where its callers found it before it moved to the capture, which owns
-/// module naming.
-pub use crate::capture::short_module;
 
 /// One logical frame: a function (possibly inlined into its caller) at a source line.
 /// The texts are shared with the capture's strings: a stack of a thousand frames named

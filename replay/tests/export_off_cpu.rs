@@ -10,8 +10,9 @@ mod off_cpu_common;
 use std::collections::BTreeMap;
 
 use hotspot_format::ThreadState;
-use hotspot_replay::export::{DiffFormat, ExportError, Format, Scan, Selection, Slice, TimeSpec};
+use hotspot_replay::export::{DiffFormat, ExportError, Format, Scan, Selection, Slice};
 use hotspot_replay::metric::{self, Metric, state_frame};
+use hotspot_replay::time::TimeSpec;
 use hotspot_testkit::synthetic::off_cpu::{self, Config};
 use off_cpu_common::*;
 use serde_json::Value;

@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use hotspot_format::{Record, Sample, SessionHeader, Stack, Writer};
 use hotspot_replay::Capture;
-use hotspot_replay::export::{Scan, ScanOptions, TimeSpec};
+use hotspot_replay::export::{Scan, ScanOptions};
+use hotspot_replay::time::TimeSpec;
 use hotspot_tui::model::Data;
 use hotspot_tui::palette::{ColorMode, Palette};
 use hotspot_tui::render::draw;

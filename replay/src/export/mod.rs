@@ -17,7 +17,6 @@ pub mod split;
 pub mod summary;
 pub mod svg;
 pub mod text;
-pub mod time;
 
 use std::io::Write;
 
@@ -25,7 +24,6 @@ pub use error::ExportError;
 pub use scan::{Scan, ScanOptions};
 pub use selection::Selection;
 pub use slice::Slice;
-pub use time::TimeSpec;
 
 /// What an output is asked for beyond the selection.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
-use super::time::rfc3339;
 use crate::capture::Capture;
 use crate::sanitize::display;
+use crate::time::rfc3339;
 
 #[derive(Serialize)]
 pub(crate) struct CaptureInfo {

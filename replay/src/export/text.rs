@@ -10,8 +10,8 @@ use hotspot_format::ThreadState;
 
 use super::slice::Slice;
 use super::{DEFAULT_TOP, ExportError, ExportOptions, split};
+use crate::capture::short_module;
 use crate::metric::Metric;
-use crate::names::short_module;
 use crate::sanitize::display;
 
 /// Writes the flat profile's top rows ([`ExportOptions::top`], else [`DEFAULT_TOP`]) as a

@@ -239,7 +239,7 @@ pub fn coverage(f: &Facts) -> Coverage {
 
 /// `YYYY-MM-DD HH:MM:SS UTC` from Unix ns, without a time-zone database.
 pub fn utc(ns: u64) -> String {
-    let s = crate::export::time::rfc3339(i128::from(ns));
+    let s = crate::time::rfc3339(i128::from(ns));
     // "2024-02-29T12:34:56.000Z" → "2024-02-29 12:34:56 UTC"
     format!("{} {} UTC", &s[..10], &s[11..19])
 }

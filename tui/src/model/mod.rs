@@ -28,7 +28,6 @@ use hotspot_replay::model::{Interned, Profile};
 use hotspot_replay::names::FrameName;
 
 pub use fold::{Fold, ensure_tree, fold, neighbours};
-pub use hotspot_replay::model::aggregate::{Tree, TreeNode};
 pub use lanes::{Lanes, lanes};
 pub use stream::{Stream, stream};
 pub use timeline::{Bucket, Timeline, timeline};

@@ -5,7 +5,8 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 
-use crate::model::{Fold, Tree};
+use crate::model::Fold;
+use hotspot_replay::model::aggregate::Tree;
 use hotspot_replay::sanitize::display;
 
 use crate::state::State;
@@ -207,7 +208,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::TreeNode;
+    use hotspot_replay::model::aggregate::TreeNode;
 
     /// root → main → (a: 30, b: 10).
     fn tree(a: u64, b: u64) -> Tree {

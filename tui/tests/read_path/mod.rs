@@ -20,8 +20,9 @@ use hotspot_format::block::{Compressor, encode_block};
 use hotspot_format::header::FileHeader;
 use hotspot_replay::Capture;
 use hotspot_replay::export::{
-    DiffFormat, ExportOptions, Format, Scan, ScanOptions, Selection, Slice, TimeSpec, pprof,
+    DiffFormat, ExportOptions, Format, Scan, ScanOptions, Selection, Slice, pprof,
 };
+use hotspot_replay::time::TimeSpec;
 use hotspot_tui::model::Data;
 use hotspot_tui::palette::{ColorMode, Palette};
 use hotspot_tui::render::draw;

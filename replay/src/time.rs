@@ -2,12 +2,30 @@
 //! recording, or a UTC wall-clock time, placed on the capture's monotonic clock.
 //!
 //! Times of day and dates without a zone are UTC, the zone `info` prints, so the result
-//! never depends on the machine's time zone or locale.
+//! never depends on the machine's time zone or locale. Where time 0 is, is the clock's
+//! rule ([`crate::clock`]).
 
 use std::fmt;
 use std::str::FromStr;
 
-use super::error::ExportError;
+use crate::clock::Clock;
+
+/// A time the user gave that cannot be placed, or a window that holds nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum TimeError {
+    /// A `--from`/`--to` value that is neither seconds nor a time.
+    #[error("invalid time '{text}': {why}")]
+    Bad { text: String, why: &'static str },
+    /// The time range selects nothing.
+    #[error("empty time range: {0}")]
+    EmptyRange(String),
+    /// A wall-clock time was given but the capture lost its session header.
+    #[error(
+        "the capture has no session header, so the wall-clock time '{0}' cannot be placed: \
+         give seconds from the start instead"
+    )]
+    NoClock(String),
+}
 
 const NS: i128 = 1_000_000_000;
 const DAY_NS: i128 = 86_400 * NS;
@@ -23,26 +41,23 @@ pub enum TimeSpec {
     TimeOfDay(u64),
 }
 
-/// The capture's clock lives with the rule for time 0 ([`crate::clock`]).
-pub use crate::clock::Clock;
-
 impl TimeSpec {
     /// The monotonic ns this names in a capture with `clock` (clamped to the clock's range).
-    pub fn resolve(&self, clock: &Clock) -> Result<u64, ExportError> {
+    pub fn resolve(&self, clock: &Clock) -> Result<u64, TimeError> {
         let start = i128::from(clock.start_mono_ns);
         let mono = match *self {
             TimeSpec::Offset(ns) => start + i128::from(ns),
             TimeSpec::Wall(wall) => {
                 let w0 = clock
                     .start_wall_ns
-                    .ok_or_else(|| ExportError::NoClock(self.to_string()))?;
+                    .ok_or_else(|| TimeError::NoClock(self.to_string()))?;
                 start + wall - i128::from(w0)
             }
             TimeSpec::TimeOfDay(tod) => {
                 let w0 = i128::from(
                     clock
                         .start_wall_ns
-                        .ok_or_else(|| ExportError::NoClock(self.to_string()))?,
+                        .ok_or_else(|| TimeError::NoClock(self.to_string()))?,
                 );
                 // The occurrence of that time of day within 12 hours of the start: a
                 // capture that crosses midnight still reads `00:10:00` as the next day.
@@ -59,19 +74,19 @@ impl TimeSpec {
     }
 }
 
-fn bad(text: &str, why: &'static str) -> ExportError {
-    ExportError::BadTime {
+fn bad(text: &str, why: &'static str) -> TimeError {
+    TimeError::Bad {
         text: text.to_string(),
         why,
     }
 }
 
 impl FromStr for TimeSpec {
-    type Err = ExportError;
+    type Err = TimeError;
 
     /// `1.5`, `1.5s`, `500ms`, `2m`; `08:30:05[.25]`; `2026-11-29T08:30:05[.25][Z|+01:00]`
     /// (a space may replace the `T`, and ` UTC` the `Z`, as `info` prints it).
-    fn from_str(s: &str) -> Result<TimeSpec, ExportError> {
+    fn from_str(s: &str) -> Result<TimeSpec, TimeError> {
         let t = s.trim();
         if t.is_empty() {
             return Err(bad(s, "expected seconds from the start or a UTC time"));
@@ -299,7 +314,7 @@ mod tests {
         };
         assert!(matches!(
             p("08:00:00").resolve(&none),
-            Err(ExportError::NoClock(_))
+            Err(TimeError::NoClock(_))
         ));
     }
 }
