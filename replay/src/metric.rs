@@ -101,6 +101,17 @@ impl FromStr for Metric {
     }
 }
 
+/// `periods` × `period_ns` (the capture's [`Capture::period_ns`](crate::Capture::period_ns)
+/// under the metric), saturating: a hostile period must not wrap.
+pub fn ns(periods: u64, period_ns: u64) -> u64 {
+    periods.saturating_mul(period_ns)
+}
+
+/// Seconds of `periods` of `period_ns` each (for text).
+pub fn secs(periods: u64, period_ns: u64) -> f64 {
+    periods as f64 * period_ns as f64 / 1e9
+}
+
 /// The module of the frame an off-CPU stack ends in (see [`state_frame`]).
 pub const OFF_CPU_MODULE: &str = "[off-cpu]";
 

@@ -121,7 +121,8 @@ fn a_capture_in_memory_keeps_off_cpu_samples_and_thread_times() {
     let c = Capture::from_bytes(&capture()).expect("capture");
     assert_eq!(c.version, (1, 3));
     assert_eq!(c.off_cpu, Some(OffCpu { period_ns: PERIOD }));
-    assert_eq!(c.period_ns(), PERIOD);
+    assert_eq!(c.period_ns(Metric::OffCpu), PERIOD);
+    assert_eq!(c.period_ns(Metric::Wall), PERIOD);
     assert_eq!(c.samples.len(), 100, "CPU samples only");
     assert_eq!(c.off_cpu_samples.len(), 6);
     assert_eq!(c.off_cpu_samples[5].periods, 4);

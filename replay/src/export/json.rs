@@ -15,7 +15,7 @@ use super::slice::Slice;
 use super::split::{self, Split, SplitJson};
 use super::summary::{CaptureInfo, Session, capture_info_of, session_of};
 use super::{ExportError, ExportOptions, pct};
-use crate::metric::Metric;
+use crate::metric::{self, Metric};
 use crate::model::Profile;
 use crate::model::aggregate::FlatRow;
 use crate::model::aggregate::Tree as CallTree;
@@ -83,7 +83,7 @@ struct Timed {
 impl Timed {
     fn of(s: &Split, period_ns: u64) -> Timed {
         Timed {
-            samples_ns: split::ns(s.wall(), period_ns),
+            samples_ns: metric::ns(s.wall(), period_ns),
             split: s.json(),
             split_ns: s.json_ns(period_ns),
         }
@@ -252,8 +252,11 @@ impl Serialize for Functions<'_> {
                 total_pct: pct(r.total_samples, total),
                 file: r.hottest.as_ref().map(|(f, _)| display(f)),
                 line: r.hottest.as_ref().map(|(_, l)| *l),
-                self_ns: self.timed.as_ref().map(|t| split::ns(r.self_samples, t.0)),
-                total_ns: self.timed.as_ref().map(|t| split::ns(r.total_samples, t.0)),
+                self_ns: self.timed.as_ref().map(|t| metric::ns(r.self_samples, t.0)),
+                total_ns: self
+                    .timed
+                    .as_ref()
+                    .map(|t| metric::ns(r.total_samples, t.0)),
                 total_split: self
                     .timed
                     .as_ref()
@@ -299,8 +302,8 @@ impl Serialize for Tree<'_> {
                 total: node.total,
                 file: file.as_deref(),
                 line: hottest.map(|(_, l)| *l),
-                self_ns: period.map(|p| split::ns(node.self_samples, p)),
-                total_ns: period.map(|p| split::ns(node.total, p)),
+                self_ns: period.map(|p| metric::ns(node.self_samples, p)),
+                total_ns: period.map(|p| metric::ns(node.total, p)),
             })?;
             for &child in node.children.iter().rev() {
                 todo.push((child, Some(id), depth + 1));

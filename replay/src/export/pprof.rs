@@ -24,7 +24,7 @@ use hotspot_format::{FrameAddr, FrameId, ModuleId, ModuleKind, ThreadState};
 use super::ExportOptions;
 use super::error::ExportError;
 use super::slice::{LOST_STACK, NO_FRAMES, Slice};
-use super::split;
+
 use crate::metric::{self, Class, Metric};
 use crate::names::FunctionKey;
 use crate::names::{self, FrameName};
@@ -433,7 +433,7 @@ pub fn profile(slice: &Slice) -> Profile {
                 vec![n, n.saturating_mul(period as i64)]
             }
             Some(key) => {
-                let ns = i64::try_from(split::ns(n, period)).unwrap_or(i64::MAX);
+                let ns = i64::try_from(metric::ns(n, period)).unwrap_or(i64::MAX);
                 let (cpu_ns, off_ns) = match class {
                     Class::OnCpu => (ns, 0),
                     Class::OffCpu(state) => {

@@ -225,15 +225,10 @@ impl<'a> Slice<'a> {
         out
     }
 
-    /// The time one period stands for in ns: under `--metric cpu` 1e9 / frequency
-    /// rounded, as the outputs have always given it (so a CPU report is the same with or
-    /// without off-CPU data); under the others the period the capture's off-CPU record
-    /// states, which its off-CPU samples were cut by. 0 when unknown.
+    /// The time one period stands for in ns, by the capture's one rule under the slice's
+    /// metric ([`Capture::period_ns`](crate::Capture::period_ns)).
     pub fn period_ns(&self) -> u64 {
-        match (self.metric(), self.scan.capture.off_cpu) {
-            (Metric::OffCpu | Metric::Wall, Some(o)) => o.period_ns,
-            _ => period_ns(self.scan),
-        }
+        self.scan.capture.period_ns(self.metric())
     }
 
     /// What the slice weighs (`--metric`).
@@ -263,11 +258,6 @@ impl<'a> Slice<'a> {
             _ => format!("tid {tid}"),
         }
     }
-}
-
-/// Sampling period in ns (1e9 / frequency), 0 when the frequency is unknown.
-pub fn period_ns(scan: &Scan) -> u64 {
-    super::summary::session_of(&scan.capture).map_or(0, |s| s.period_ns)
 }
 
 /// The capture's file name, sanitised.

@@ -82,7 +82,7 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
              (blue), D uninterruptible (red), R runnable (orange)",
             slice.total,
             super::text::period_text(period),
-            super::split::secs(slice.total, period),
+            metric::secs(slice.total, period),
             slice.duration_s()
         )
     };

@@ -11,7 +11,7 @@ use hotspot_format::ThreadState;
 use super::slice::Slice;
 use super::{DEFAULT_TOP, ExportError, ExportOptions, split};
 use crate::capture::short_module;
-use crate::metric::Metric;
+use crate::metric::{self, Metric};
 use crate::sanitize::display;
 
 /// Writes the flat profile's top rows ([`ExportOptions::top`], else [`DEFAULT_TOP`]) as a
@@ -41,7 +41,7 @@ fn table(slice: &Slice, top: usize) -> String {
             slice.metric().label(),
             slice.total,
             period_text(period),
-            split::secs(slice.total, period)
+            metric::secs(slice.total, period)
         );
     } else {
         let _ = write!(o, "{}: {} samples", slice.file_name(), slice.total);
@@ -109,8 +109,8 @@ fn table(slice: &Slice, top: usize) -> String {
                 o,
                 "{self_pct:>6.2}% {:>8} {:>10.3} {total_pct:>6.2}% {:>10.3}  {:<width$}  {}{}",
                 r.self_samples,
-                split::secs(r.self_samples, period),
-                split::secs(r.total_samples, period),
+                metric::secs(r.self_samples, period),
+                metric::secs(r.total_samples, period),
                 module,
                 display(&r.key.function),
                 line

@@ -9,7 +9,7 @@
 //! sum back from the bucket's end puts the blocked time where it was, up to a bucket.
 
 use super::Data;
-use hotspot_replay::metric::Class;
+use hotspot_replay::metric::{self, Class, Metric};
 
 /// Time per column, in ns: on a CPU, then off it as S, D and R.
 pub type Column = [u64; 4];
@@ -51,7 +51,8 @@ pub fn lanes(data: &Data, width: usize) -> Lanes {
     if width == 0 {
         return out;
     }
-    let period = data.capture.period_ns().max(1);
+    // A lane shows time on and off the CPU: the wall metric's period.
+    let period = data.capture.period_ns(Metric::Wall).max(1);
     let bucket_ns = data.buckets.width();
     let span = u128::from(end - start).max(1);
     // Column boundaries are exact fractions of the span, as on the timeline.
@@ -74,7 +75,7 @@ pub fn lanes(data: &Data, width: usize) -> Lanes {
             if row.iter().all(|&v| v == 0) {
                 touched.push(c.thread);
             }
-            row[slot(class)] = row[slot(class)].saturating_add(c.count.saturating_mul(period));
+            row[slot(class)] = row[slot(class)].saturating_add(metric::ns(c.count, period));
         }
         let t1 = at.saturating_add(bucket_ns).min(end);
         for &th in &touched {

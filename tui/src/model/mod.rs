@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap;
 use buckets::Buckets;
 use hotspot_replay::capture::{Capture, SampleSink};
 use hotspot_replay::clock::Clock;
-use hotspot_replay::metric::{Class, Metric};
+use hotspot_replay::metric::{self, Class, Metric};
 use hotspot_replay::model::{Interned, Profile};
 use hotspot_replay::names::FrameName;
 
@@ -241,10 +241,11 @@ impl Data {
                 exact: true,
             };
         }
-        let p = self.capture.period_ns();
+        // Time on and off the CPU side by side: the wall metric's period.
+        let p = self.capture.period_ns(Metric::Wall);
         ThreadTotals {
-            on_cpu_ns: t.samples.saturating_mul(p),
-            off_cpu_ns: t.off_cpu.map(|n| n.saturating_mul(p)),
+            on_cpu_ns: metric::ns(t.samples, p),
+            off_cpu_ns: t.off_cpu.map(|n| metric::ns(n, p)),
             exact: false,
         }
     }

@@ -5,6 +5,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
 use hotspot_replay::capture::short_module;
+use hotspot_replay::metric;
 use hotspot_replay::model::aggregate::FlatRow;
 use hotspot_replay::sanitize::display;
 
@@ -49,7 +50,7 @@ pub fn weight(state: &State, total: u64) -> String {
     if !state.data.has_off_cpu() {
         return format!("{} samples", thousands(total));
     }
-    let ns = total.saturating_mul(state.data.capture.period_ns());
+    let ns = metric::ns(total, state.data.capture.period_ns(state.metric));
     format!(
         "{} periods of {} time ({})",
         thousands(total),
