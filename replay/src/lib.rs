@@ -6,6 +6,7 @@ pub mod error;
 pub mod export;
 pub mod file;
 pub mod info;
+pub mod kind;
 pub mod metric;
 pub mod model;
 pub mod names;

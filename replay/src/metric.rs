@@ -126,7 +126,9 @@ pub fn state_frame(state: ThreadState) -> &'static str {
     }
 }
 
-/// The state a [`state_frame`] name stands for.
+/// The state a [`state_frame`] name stands for: how a reader of an output, where a frame's
+/// kind is not written, tells the state frames apart (the model goes by the frame's
+/// [`FrameKind`](crate::kind::FrameKind), never by its name).
 pub fn state_of_frame(module: &str, function: &str) -> Option<ThreadState> {
     if module != OFF_CPU_MODULE {
         return None;

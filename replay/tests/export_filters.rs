@@ -140,13 +140,13 @@ fn thread_pid_and_kernel_filters() {
         slice.total, everything,
         "kernel samples count for their user caller"
     );
-    assert!(slice.flat().iter().all(|r| !r.key.kernel));
+    assert!(slice.flat().iter().all(|r| !r.key.kind.is_kernel()));
     assert!(
         Slice::new(&all, &Selection::default())
             .expect("s")
             .flat()
             .iter()
-            .any(|r| r.key.kernel)
+            .any(|r| r.key.kind.is_kernel())
     );
 }
 

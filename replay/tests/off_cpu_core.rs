@@ -7,6 +7,7 @@ use hotspot_format::{
     Stack, Symbol, ThreadState, ThreadTimes, Writer,
 };
 use hotspot_replay::Capture;
+use hotspot_replay::kind::FrameKind;
 use hotspot_replay::metric::{self, Class, Metric};
 use hotspot_replay::model::Profile;
 use hotspot_replay::tally::Tally;
@@ -205,7 +206,7 @@ fn an_off_cpu_stack_ends_in_its_state_frame() {
     p.path(s, &mut frames);
     let leaf = p.frame_name(*frames.last().expect("leaf"));
     assert_eq!(&*leaf.module, metric::OFF_CPU_MODULE);
-    assert!(!leaf.kernel);
+    assert_eq!(leaf.kind, FrameKind::OffCpu(ThreadState::Uninterruptible));
     assert_eq!(
         metric::state_of_frame(&leaf.module, &leaf.function),
         Some(ThreadState::Uninterruptible)

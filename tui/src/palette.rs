@@ -1,11 +1,11 @@
 //! Colours: 24-bit where the terminal says it has them, the 16 ANSI colours otherwise,
-//! none under `NO_COLOR`. A function keeps its colour across views and refolds because
-//! the colour is a hash of its name.
+//! none under `NO_COLOR`. A frame's colour family is its kind's ([`FrameKind`]); within
+//! it, a function keeps its colour across views and refolds because the colour is a hash
+//! of its name.
 
 use hotspot_format::ThreadState;
+use hotspot_replay::kind::FrameKind;
 use ratatui::style::{Color, Modifier, Style};
-
-use hotspot_replay::metric;
 
 /// What the terminal can show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +55,7 @@ const ANSI_USER: [Color; 5] = [
     Color::Magenta,
 ];
 const ANSI_KERNEL: [Color; 3] = [Color::Blue, Color::Cyan, Color::LightBlue];
+const ANSI_INTERPRETER: [Color; 2] = [Color::LightGreen, Color::LightCyan];
 /// Object (module) colours, in legend order; the kernel has its own.
 const MODULE_RGB: [(u8, u8, u8); 6] = [
     (230, 159, 0),
@@ -90,30 +91,41 @@ impl Palette {
         }
     }
 
-    /// Background colour of a function's bar (flame, stream, timeline): warm hues for
-    /// user code, blues for the kernel.
-    pub fn function_color(&self, name: &str, kernel: bool) -> Color {
+    /// Background colour of a frame's bar (flame, stream, timeline), by its kind: warm
+    /// hues for code of a process (compiled ahead or at run time, and the markers among
+    /// it), blues for the kernel, greens and cyans for an interpreter's functions, the
+    /// state's own colour for time off the CPU; within a kind, by a hash of the name.
+    pub fn frame_color(&self, kind: FrameKind, name: &str) -> Color {
         let h = hash(name);
         let v = |shift: u32| ((h >> shift) & 0xff) as f64 / 255.0;
-        match (self.mode, kernel) {
-            (ColorMode::True, false) => Color::Rgb(
+        let true_color = self.mode == ColorMode::True;
+        let pick = |ansi: &[Color]| ansi[(h % ansi.len() as u64) as usize];
+        match kind {
+            FrameKind::User | FrameKind::Jit | FrameKind::Marker if true_color => Color::Rgb(
                 (205.0 + 50.0 * v(0)) as u8,
                 (60.0 + 170.0 * v(8)) as u8,
                 (40.0 * v(16)) as u8,
             ),
-            (ColorMode::True, true) => Color::Rgb(
+            FrameKind::User | FrameKind::Jit | FrameKind::Marker => pick(&ANSI_USER),
+            FrameKind::Kernel if true_color => Color::Rgb(
                 (40.0 + 60.0 * v(0)) as u8,
                 (120.0 + 80.0 * v(8)) as u8,
                 (200.0 + 55.0 * v(16)) as u8,
             ),
-            (_, false) => ANSI_USER[(h % ANSI_USER.len() as u64) as usize],
-            (_, true) => ANSI_KERNEL[(h % ANSI_KERNEL.len() as u64) as usize],
+            FrameKind::Kernel => pick(&ANSI_KERNEL),
+            FrameKind::Interpreter if true_color => Color::Rgb(
+                (20.0 + 50.0 * v(0)) as u8,
+                (170.0 + 60.0 * v(8)) as u8,
+                (130.0 + 60.0 * v(16)) as u8,
+            ),
+            FrameKind::Interpreter => pick(&ANSI_INTERPRETER),
+            FrameKind::OffCpu(state) => self.state_color(state),
         }
     }
 
-    /// Style of a function's bar.
-    pub fn function(&self, name: &str, kernel: bool) -> Style {
-        self.style_bg(self.function_color(name, kernel))
+    /// Style of a frame's bar ([`Palette::frame_color`]).
+    pub fn frame(&self, kind: FrameKind, name: &str) -> Style {
+        self.style_bg(self.frame_color(kind, name))
     }
 
     /// Colour of an off-CPU state (its leaf frames, its lane time).
@@ -126,20 +138,6 @@ impl Palette {
             }
             _ => STATE_ANSI[i],
         }
-    }
-
-    /// Colour of a frame's bar: its state's for the off-CPU state frames
-    /// ([`metric::state_frame`]), its function's otherwise.
-    pub fn frame_color(&self, module: &str, name: &str, kernel: bool) -> Color {
-        match metric::state_of_frame(module, name) {
-            Some(s) => self.state_color(s),
-            None => self.function_color(name, kernel),
-        }
-    }
-
-    /// Style of a frame's bar ([`Palette::frame_color`]).
-    pub fn frame(&self, module: &str, name: &str, kernel: bool) -> Style {
-        self.style_bg(self.frame_color(module, name, kernel))
     }
 
     /// Text in an off-CPU state's colour.
@@ -241,6 +239,7 @@ impl Palette {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hotspot_replay::metric;
 
     #[test]
     fn detects_modes_from_the_environment() {
@@ -264,16 +263,43 @@ mod tests {
     }
 
     #[test]
-    fn function_colours_are_stable_and_kernel_is_blue() {
+    fn frame_colours_are_stable_and_each_kind_keeps_its_family() {
         let p = Palette::new(ColorMode::True);
-        assert_eq!(
-            p.function_color("main", false),
-            p.function_color("main", false)
-        );
-        let Color::Rgb(r, _, b) = p.function_color("vfs_write", true) else {
+        for k in FrameKind::ALL {
+            assert_eq!(p.frame_color(k, "main"), p.frame_color(k, "main"), "{k:?}");
+        }
+        let Color::Rgb(r, _, b) = p.frame_color(FrameKind::Kernel, "vfs_write") else {
             panic!("rgb expected");
         };
-        assert!(b > r);
+        assert!(b > r, "the kernel is blue");
+        let Color::Rgb(r, g, b) = p.frame_color(FrameKind::Interpreter, "PyEval") else {
+            panic!("rgb expected");
+        };
+        assert!(g > b && b > r, "an interpreter's functions are green-cyan");
+        let ansi = Palette::new(ColorMode::Ansi);
+        for name in [
+            "main",
+            "vfs_write",
+            "[truncated: stack larger than --stack-cap]",
+            "x",
+        ] {
+            // Code of a process, compiled ahead or at run time, and its markers: one family.
+            let user = p.frame_color(FrameKind::User, name);
+            assert_eq!(p.frame_color(FrameKind::Jit, name), user);
+            assert_eq!(p.frame_color(FrameKind::Marker, name), user);
+            for (kind, family) in [
+                (FrameKind::User, &ANSI_USER[..]),
+                (FrameKind::Kernel, &ANSI_KERNEL[..]),
+                (FrameKind::Interpreter, &ANSI_INTERPRETER[..]),
+            ] {
+                assert!(family.contains(&ansi.frame_color(kind, name)), "{kind:?}");
+            }
+        }
+        for c in ANSI_INTERPRETER {
+            assert!(
+                !ANSI_USER.contains(&c) && !ANSI_KERNEL.contains(&c) && !STATE_ANSI.contains(&c)
+            );
+        }
     }
 
     #[test]
@@ -282,7 +308,7 @@ mod tests {
             let p = Palette::new(mode);
             let colours: Vec<Color> = ThreadState::ALL
                 .into_iter()
-                .map(|s| p.frame_color(metric::OFF_CPU_MODULE, metric::state_frame(s), false))
+                .map(|s| p.frame_color(FrameKind::OffCpu(s), metric::state_frame(s)))
                 .collect();
             assert_eq!(colours[0], p.state_color(ThreadState::Sleeping));
             assert!(
@@ -293,12 +319,9 @@ mod tests {
                     assert!(!ANSI_USER.contains(c) && !ANSI_KERNEL.contains(c), "{c:?}");
                 }
             }
-            // A function that merely has the name, outside the module, is code.
+            // A function that merely has the name is code: the kind decides, not the name.
             let name = metric::state_frame(ThreadState::Sleeping);
-            assert_eq!(
-                p.frame_color("libc.so.6", name, false),
-                p.function_color(name, false)
-            );
+            assert_ne!(p.frame_color(FrameKind::User, name), colours[0]);
         }
     }
 }

@@ -223,7 +223,7 @@ fn freeze_holds_the_fold_while_data_arrives() {
 fn kernel_toggle_hides_kernel_rows() {
     let mut s = state("phased");
     press(&mut s, &[Key::Char('K')]);
-    assert!(s.flat_rows().iter().all(|r| !r.key.kernel));
+    assert!(s.flat_rows().iter().all(|r| !r.key.kind.is_kernel()));
     let total: u64 = s.fold().map_or(0, |f| f.total);
     assert_eq!(total as usize, s.data.samples() as usize);
 }

@@ -11,6 +11,7 @@ use hotspot_format::{
     SessionHeader, SourceLoc, Stack, Symbol, Thread, ThreadState, ThreadTimes, Writer,
 };
 use hotspot_replay::Capture;
+use hotspot_replay::kind::FrameKind;
 use hotspot_replay::metric::{self, Class, Metric};
 use hotspot_tui::input::{NO_OFF_CPU, handle_key};
 use hotspot_tui::keymap::Key;
@@ -412,7 +413,10 @@ fn state_frames_are_drawn_in_their_states_colours() {
     let x = (0..buf.area.width)
         .find(|&x| buf[(x, y)].symbol() == "f" && buf[(x + 1, y)].symbol() == "u")
         .expect("its cell");
-    assert_eq!(buf[(x, y)].bg, pal.function_color("futex_wait", false));
+    assert_eq!(
+        buf[(x, y)].bg,
+        pal.frame_color(FrameKind::User, "futex_wait")
+    );
 }
 
 #[test]

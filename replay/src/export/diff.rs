@@ -238,7 +238,7 @@ fn document(d: &Diff, top: Option<usize>) -> String {
         .map(|c| Row {
             name: display(&c.key.function),
             module: display(&c.key.module),
-            kernel: c.key.kernel,
+            kernel: c.key.kind.is_kernel(),
             base_self: c.base_self,
             new_self: c.new_self,
             base_total: c.base_total,

@@ -232,7 +232,7 @@ impl Builder {
         let capture = &slice.scan.capture;
         let mut names = Vec::new();
         names::expand(capture, frame, &mut names);
-        if slice.filter.no_kernel && names.iter().any(|n| n.kernel) {
+        if slice.filter.no_kernel && names.iter().any(|n| n.kind.is_kernel()) {
             self.locations.insert(frame, 0);
             return None;
         }
@@ -280,24 +280,21 @@ impl Builder {
 
     /// A location for samples without a real frame ([`NO_FRAMES`], [`LOST_STACK`]).
     fn placeholder(&mut self, name: &'static str) -> u64 {
-        self.synthetic(name, "")
+        self.synthetic(name, FrameName::placeholder(name))
     }
 
-    /// The leaf location of an off-CPU sample: its state's frame
-    /// ([`metric::state_frame`]), in the module `[off-cpu]`, as in every other output.
+    /// The leaf location of an off-CPU sample: its state's frame ([`FrameName::off_cpu`]),
+    /// as in every other output.
     fn state(&mut self, state: ThreadState) -> u64 {
-        self.synthetic(metric::state_frame(state), metric::OFF_CPU_MODULE)
+        self.synthetic(metric::state_frame(state), FrameName::off_cpu(state))
     }
 
-    /// A location of one function that is no frame of the capture's.
-    fn synthetic(&mut self, name: &'static str, module: &str) -> u64 {
+    /// A location of one function (`frame`, known as `name`) that is no frame of the
+    /// capture's.
+    fn synthetic(&mut self, name: &'static str, frame: FrameName) -> u64 {
         if let Some(&id) = self.placeholders.get(name) {
             return id;
         }
-        let frame = FrameName {
-            module: module.into(),
-            ..super::slice::placeholder(name)
-        };
         let function_id = self.function(&frame);
         let id = self.profile.location.len() as u64 + 1;
         self.profile.location.push(Location {

@@ -217,10 +217,12 @@ impl<'a> Slice<'a> {
             *out.entry(self.frame_names(Interned::Stack(s))).or_default() += n;
         }
         if self.selected.empty > 0 {
-            *out.entry(vec![placeholder(NO_FRAMES)]).or_default() += self.selected.empty;
+            *out.entry(vec![FrameName::placeholder(NO_FRAMES)])
+                .or_default() += self.selected.empty;
         }
         if self.unknown_stacks > 0 {
-            *out.entry(vec![placeholder(LOST_STACK)]).or_default() += self.unknown_stacks;
+            *out.entry(vec![FrameName::placeholder(LOST_STACK)])
+                .or_default() += self.unknown_stacks;
         }
         out
     }
@@ -263,17 +265,6 @@ impl<'a> Slice<'a> {
 /// The capture's file name, sanitised.
 pub fn file_name(scan: &Scan) -> String {
     super::summary::capture_info_of(&scan.capture).file
-}
-
-/// A frame that stands for samples without a real one.
-pub fn placeholder(name: &str) -> FrameName {
-    FrameName {
-        function: name.into(),
-        module: "".into(),
-        file: None,
-        line: 0,
-        kernel: false,
-    }
 }
 
 /// The capture's threads, busiest first, for error messages.

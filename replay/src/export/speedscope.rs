@@ -18,7 +18,7 @@ use crate::metric::{Class, Metric};
 type Key = (StackId, Class);
 use serde::Serialize;
 
-use super::slice::{LOST_STACK, NO_FRAMES, Slice, placeholder};
+use super::slice::{LOST_STACK, NO_FRAMES, Slice};
 use super::{ExportError, ExportOptions};
 use crate::names::FrameName;
 use crate::names::FunctionKey;
@@ -157,9 +157,9 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
             }
             stacks.entry(stack).or_insert_with(|| {
                 let names = match slice.names(stack.0, stack.1) {
-                    Some(n) if n.is_empty() => vec![placeholder(NO_FRAMES)],
+                    Some(n) if n.is_empty() => vec![FrameName::placeholder(NO_FRAMES)],
                     Some(n) => n,
-                    None => vec![placeholder(LOST_STACK)],
+                    None => vec![FrameName::placeholder(LOST_STACK)],
                 };
                 names.iter().map(|f| frames.get(f)).collect()
             });

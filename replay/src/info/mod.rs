@@ -15,6 +15,7 @@ use crate::capture::{Capture, short_module};
 use crate::export::pct;
 use crate::export::scan::{Scan, Sizes};
 use crate::export::summary::{CaptureInfo, Session, capture_info_of, session_of};
+use crate::kind::FrameKind;
 use crate::names::{self, UNKNOWN};
 use crate::sanitize::display;
 use crate::tally::Tally;
@@ -62,9 +63,7 @@ impl<'a> Facts<'a> {
                 c.stacks
                     .get(stack)
                     .and_then(|fs| fs.first())
-                    .and_then(|f| c.frames.get(f))
-                    .and_then(|f| c.modules.get(&f.module))
-                    .is_some_and(|m| m.kind.is_kernel())
+                    .is_some_and(|&f| FrameKind::of(c, f).is_kernel())
             })
             .map(|(_, n)| n)
             .sum()

@@ -6,6 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 
 use crate::model::Fold;
+use hotspot_replay::kind::FrameKind;
 use hotspot_replay::model::aggregate::Tree;
 use hotspot_replay::sanitize::display;
 
@@ -142,8 +143,8 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     for b in layout(tree, root, bars_area.width, bars_area.height) {
         let name = label(f, b.node);
         let mut style = match f.key(b.node) {
-            Some(k) => pal.frame(&k.module, &k.function, k.kernel),
-            None => pal.function("all", false),
+            Some(k) => pal.frame(k.kind, &k.function),
+            None => pal.frame(FrameKind::Marker, "all"),
         };
         if b.node == cursor {
             style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);

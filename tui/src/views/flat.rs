@@ -22,7 +22,7 @@ pub fn legend(rows: &[FlatRow]) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = Vec::new();
     for r in rows {
         if !out.iter().any(|(m, _)| **m == *r.key.module) {
-            out.push((r.key.module.to_string(), r.key.kernel));
+            out.push((r.key.module.to_string(), r.key.kind.is_kernel()));
         }
     }
     out.sort_by_key(|(_, k)| *k);
@@ -187,7 +187,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             y,
             1,
             "●",
-            module_style(&pal, &legend, &r.key.module, r.key.kernel).patch(row_style),
+            module_style(&pal, &legend, &r.key.module, r.key.kind.is_kernel()).patch(row_style),
         );
         let (name, line) = name_text(r);
         let end = area.x + area.width;

@@ -61,7 +61,7 @@ pub fn bands(columns: &[Option<u32>], stacks: &[Vec<FrameName>], rows: u16) -> V
 fn same_prefix(a: &[FrameName], b: &[FrameName], depth: usize) -> bool {
     (0..=depth).all(|i| {
         let (x, y) = (&a[i], &b[i]);
-        x.function == y.function && x.module == y.module && x.kernel == y.kernel
+        x.function == y.function && x.module == y.module && x.kind == y.kind
     })
 }
 
@@ -93,7 +93,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     for b in bands(&s.columns, &s.stacks, body.height) {
         let x = body.x + b.x;
         let y = body.y + b.depth;
-        let style = pal.frame(&b.frame.module, &b.frame.function, b.frame.kernel);
+        let style = pal.frame(b.frame.kind, &b.frame.function);
         buf.set_style(Rect::new(x, y, b.w.min(body.width - b.x), 1), style);
         let text = if b.w >= 2 {
             display(&b.frame.function)
@@ -117,6 +117,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hotspot_replay::kind::FrameKind;
 
     fn f(n: &str) -> FrameName {
         FrameName {
@@ -124,7 +125,7 @@ mod tests {
             module: "m".into(),
             file: None,
             line: 0,
-            kernel: false,
+            kind: FrameKind::User,
         }
     }
 

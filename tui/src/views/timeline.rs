@@ -81,7 +81,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         } else {
             b.function
                 .and_then(|i| t.functions.get(i as usize))
-                .map(|k| Style::new().fg(pal.frame_color(&k.module, &k.function, k.kernel)))
+                .map(|k| Style::new().fg(pal.frame_color(k.kind, &k.function)))
         }
         .unwrap_or_default();
         // Any sample shows at least one eighth: idle is blank, not a sliver.
