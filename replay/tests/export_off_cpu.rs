@@ -17,15 +17,6 @@ use hotspot_testkit::synthetic::off_cpu::{self, Config};
 use off_cpu_common::*;
 use serde_json::Value;
 
-const FORMATS: [Format; 6] = [
-    Format::Text,
-    Format::Json,
-    Format::Folded,
-    Format::Svg,
-    Format::Pprof,
-    Format::Speedscope,
-];
-
 #[test]
 fn cpu_outputs_ignore_the_off_cpu_records_exactly() {
     let b = built();
@@ -44,7 +35,7 @@ fn cpu_outputs_ignore_the_off_cpu_records_exactly() {
         },
     ];
     for sel in &selections {
-        for f in FORMATS {
+        for f in Format::ALL {
             let with = render(&b.bytes, sel, f);
             let without = render(&b.cpu_only, sel, f);
             assert!(

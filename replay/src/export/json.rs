@@ -151,10 +151,10 @@ fn secs(ns_offset: f64) -> f64 {
 /// `functions`; the tree always holds every node.
 pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Result<(), ExportError> {
     let top = options.top;
-    let scan = slice.scan;
+    let (capture, extent) = (slice.capture, &slice.extent);
     let total = slice.total;
     let rows = slice.flat();
-    let clock = scan.clock;
+    let clock = extent.clock;
     let offset = |ns: Option<u64>| ns.zip(clock).map(|(ns, c)| secs(c.offset_s(ns)));
     // Under `cpu` the document is what it always was.
     let period = (slice.metric() != Metric::Cpu).then(|| slice.period_ns());
@@ -168,7 +168,7 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
         .thread_samples
         .iter()
         .map(|(&tid, &n)| {
-            let info = scan.capture.threads.get(&tid);
+            let info = capture.threads.get(&tid);
             Thread {
                 tid,
                 pid: info.map(|t| t.pid),
@@ -188,11 +188,11 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
         version: VERSION,
         metric: period.map(|_| slice.metric().name()),
         period_ns: period,
-        capture: capture_info_of(&scan.capture),
-        session: session_of(&scan.capture),
+        capture: capture_info_of(capture),
+        session: session_of(capture),
         selection: SelectionInfo {
-            from_s: offset(scan.from_ns),
-            to_s: offset(scan.to_ns),
+            from_s: offset(extent.from_ns),
+            to_s: offset(extent.to_ns),
             tids: slice.filter.tids.as_ref().map(|t| {
                 let mut v: Vec<u32> = t.iter().copied().collect();
                 v.sort_unstable();
@@ -209,8 +209,8 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
         },
         totals: Totals {
             samples: total,
-            capture_samples: scan.samples,
-            lost: scan.capture.lost,
+            capture_samples: extent.capture_total,
+            lost: capture.lost,
             unknown_stack_samples: slice.unknown_stacks,
             duration_s: secs(slice.duration_s()),
             functions: rows.len(),

@@ -205,7 +205,7 @@ impl Builder {
             return id;
         }
         let id = self.profile.mapping.len() as u64 + 1;
-        let m = slice.scan.capture.modules.get(&module);
+        let m = slice.capture.modules.get(&module);
         let filename = self.string(&display(m.map_or("[unknown]", |m| m.path.as_str())));
         let build_id: String = m
             .map(|m| m.build_id.iter().map(|b| format!("{b:02x}")).collect())
@@ -229,7 +229,7 @@ impl Builder {
         if let Some(&id) = self.locations.get(&frame) {
             return (id != 0).then_some(id);
         }
-        let capture = &slice.scan.capture;
+        let capture = slice.capture;
         let mut names = Vec::new();
         names::expand(capture, frame, &mut names);
         if slice.filter.no_kernel && names.iter().any(|n| n.kind.is_kernel()) {
@@ -313,8 +313,7 @@ impl Builder {
 
 /// The profile message for the selected samples.
 pub fn profile(slice: &Slice) -> Profile {
-    let scan = slice.scan;
-    let capture = &scan.capture;
+    let (capture, extent) = (slice.capture, &slice.extent);
     let period = slice.period_ns();
     let mut b = Builder::default();
     b.string("");
@@ -364,12 +363,12 @@ pub fn profile(slice: &Slice) -> Profile {
         None
     };
     b.profile.period = i64::try_from(period).unwrap_or(i64::MAX);
-    let start = scan
+    let start = extent
         .from_ns
-        .or(scan.window_span.map(|w| w.0))
-        .or(scan.clock.map(|c| c.start_mono_ns));
+        .or(extent.window_span.map(|w| w.0))
+        .or(extent.clock.map(|c| c.start_mono_ns));
     b.profile.time_nanos = start
-        .and_then(|s| scan.clock.and_then(|c| c.wall_ns(s)))
+        .and_then(|s| extent.clock.and_then(|c| c.wall_ns(s)))
         .map_or(0, |w| w.clamp(0, i128::from(i64::MAX)) as i64);
     b.profile.duration_nanos = (slice.duration_s() * 1e9).round() as i64;
     let comment = format!("hotspot capture {}", slice.file_name());
@@ -461,7 +460,7 @@ pub fn profile(slice: &Slice) -> Profile {
 /// preferring one not named as a shared library (`*.so*`: libc is in as many stacks as the
 /// program), so that a profile with user samples never opens on the kernel.
 fn main_modules(slice: &Slice) -> Vec<ModuleId> {
-    let capture = &slice.scan.capture;
+    let capture = slice.capture;
     let exes: BTreeSet<&str> = capture.processes.values().map(|p| p.exe.as_str()).collect();
     // Samples whose stack has a frame in the module.
     let mut samples: BTreeMap<ModuleId, u64> = BTreeMap::new();

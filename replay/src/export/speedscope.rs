@@ -118,7 +118,7 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
     // Each thread's samples in time order; without the order (not kept while reading),
     // one entry per distinct stack.
     let mut per_thread: BTreeMap<u32, Vec<(u64, Key, u64)>> = BTreeMap::new();
-    match &slice.scan.order {
+    match slice.order {
         Some(order) => {
             for &(time, tid, stack, class, n) in order {
                 if slice.keeps(tid) {

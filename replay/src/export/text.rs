@@ -26,7 +26,7 @@ pub fn write(
 }
 
 fn table(slice: &Slice, top: usize) -> String {
-    let scan = slice.scan;
+    let capture = slice.capture;
     let rows = slice.flat();
     let total = slice.total.max(1) as f64;
     let mut o = String::new();
@@ -46,8 +46,8 @@ fn table(slice: &Slice, top: usize) -> String {
     } else {
         let _ = write!(o, "{}: {} samples", slice.file_name(), slice.total);
     }
-    if slice.total != scan.samples {
-        let _ = write!(o, " of {}", scan.samples);
+    if slice.total != slice.extent.capture_total {
+        let _ = write!(o, " of {}", slice.extent.capture_total);
     }
     if timed {
         let t = split::total(slice);
@@ -62,14 +62,14 @@ fn table(slice: &Slice, top: usize) -> String {
         let _ = write!(o, ")");
     }
     let _ = write!(o, " over {:.3} s", slice.duration_s());
-    if let Some(s) = &scan.capture.session {
+    if let Some(s) = &capture.session {
         let _ = write!(o, " at {} Hz", s.freq_hz);
     }
-    if scan.capture.lost > 0 {
-        let _ = write!(o, ", {} lost", scan.capture.lost);
+    if capture.lost > 0 {
+        let _ = write!(o, ", {} lost", capture.lost);
     }
-    if timed && scan.capture.lost_off_cpu > 0 {
-        let _ = write!(o, ", {} off-CPU records lost", scan.capture.lost_off_cpu);
+    if timed && capture.lost_off_cpu > 0 {
+        let _ = write!(o, ", {} off-CPU records lost", capture.lost_off_cpu);
     }
     if slice.unknown_stacks > 0 {
         let _ = write!(o, ", {} with stacks lost to damage", slice.unknown_stacks);

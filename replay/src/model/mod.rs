@@ -74,8 +74,9 @@ pub enum Interned {
     Stack(StackIdx),
 }
 
-/// The tables.
-#[derive(Debug, Default)]
+/// The tables. (Clone only so a slice can borrow a source's or own its own; no export
+/// clones one.)
+#[derive(Debug, Default, Clone)]
 pub struct Profile {
     strings: Vec<Arc<str>>,
     string_ids: FxHashMap<Arc<str>, StrId>,

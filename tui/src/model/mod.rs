@@ -12,6 +12,7 @@
 pub mod buckets;
 pub mod fold;
 pub mod lanes;
+pub mod slice;
 pub mod stream;
 pub mod timeline;
 
@@ -29,6 +30,7 @@ use hotspot_replay::names::FrameName;
 
 pub use fold::{Fold, ensure_tree, fold, neighbours};
 pub use lanes::{Lanes, lanes};
+pub use slice::{slice, slices};
 pub use stream::{Stream, stream};
 pub use timeline::{Bucket, Timeline, timeline};
 
