@@ -25,7 +25,7 @@ pub fn options(mode: Mode, links: &LinkArgs) -> anyhow::Result<Options> {
         mode,
         palette: Palette::new(ColorMode::detect(|k| std::env::var(k).ok())),
         links,
-        symbol_dirs: crate::open::symbol_dirs().to_vec(),
+        symbol_dirs: crate::symbols::symbol_dirs().to_vec(),
     })
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use hotspot_replay::export::progress::Progress;
 use hotspot_replay::export::{Scan, ScanOptions};
 
-use crate::open;
+use crate::symbols;
 
 /// Reads a capture for `info`, `report` and `diff`: streaming, with a progress bar on a
 /// terminal, and `--symbols` applied to its definitions.
@@ -20,6 +20,6 @@ fn scan(path: &Path, options: ScanOptions) -> anyhow::Result<Scan> {
         progress.update(done, total);
     })?;
     progress.finish();
-    open::resymbolize(&mut scan.capture);
+    symbols::resymbolize(&mut scan.capture);
     Ok(scan)
 }

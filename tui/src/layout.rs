@@ -59,6 +59,16 @@ impl Regions {
     }
 }
 
+/// Columns before the lanes of the threads view in its off-CPU layout (its per-thread
+/// times).
+const LANE_X: u16 = 90;
+
+/// Columns of the threads view's lanes in a main area `width` columns wide: what the view
+/// draws and what the state computes the lanes for.
+pub fn lane_width(width: u16) -> u16 {
+    width.saturating_sub(LANE_X)
+}
+
 /// True if the point is inside the rectangle.
 pub fn contains(r: Rect, x: u16, y: u16) -> bool {
     x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height

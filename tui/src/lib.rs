@@ -12,7 +12,7 @@ pub(crate) mod app;
 
 pub mod input;
 pub mod keymap;
-pub(crate) mod layout;
+pub mod layout;
 pub mod links;
 pub mod model;
 pub mod palette;

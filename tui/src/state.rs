@@ -361,7 +361,7 @@ impl State {
             }
         }
         if self.view == View::Threads && self.data.has_off_cpu() {
-            let width = super::views::threads::lane_width(regions.main.width);
+            let width = super::layout::lane_width(regions.main.width);
             let key = (generation, width);
             if self.cache.lanes_key != Some(key) {
                 self.cache.lanes = lanes(&self.data, usize::from(width));

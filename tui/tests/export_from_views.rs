@@ -127,7 +127,10 @@ fn check(name: &str, a: Ask, b: Ask) {
                 excluded: BTreeSet::new(),
                 ..q.clone()
             };
-            assert!(total < fold(&mut views, &all).total, "{name}: exclusion bites");
+            assert!(
+                total < fold(&mut views, &all).total,
+                "{name}: exclusion bites"
+            );
         }
     }
     let selections = [selection(&views, &qa), selection(&views, &qb)];

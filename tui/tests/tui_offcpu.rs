@@ -484,7 +484,7 @@ fn threads_show_exact_times_when_the_capture_has_them_and_lanes_by_state() {
 
 /// Where the lanes start in the off-CPU layout of the threads view.
 fn hotspot_replay_lane_x() -> u16 {
-    140 - hotspot_tui::views::threads::lane_width(140)
+    140 - hotspot_tui::layout::lane_width(140)
 }
 
 #[test]

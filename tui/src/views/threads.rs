@@ -11,16 +11,9 @@ use hotspot_replay::sanitize::display;
 
 use hotspot_format::ThreadState;
 
+use crate::layout::lane_width;
 use crate::state::State;
 use crate::views::draw::{bar, pct, put, secs, thousands};
-
-/// Columns before the lane in the off-CPU layout.
-const LANE_X: u16 = 90;
-
-/// Columns of the lanes for a main area `width` columns wide.
-pub fn lane_width(width: u16) -> u16 {
-    width.saturating_sub(LANE_X)
-}
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let pal = state.opts.palette;

@@ -1,4 +1,6 @@
-//! Opening captures for the replay commands, with `--symbols` applied once for all.
+//! `--symbols DIR`: the directories given once on the command line, and applying them to
+//! a capture the headless commands read (the views apply them as frames arrive). Captures
+//! are opened by `hotspot_replay::file`, the one opener.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
