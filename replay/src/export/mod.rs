@@ -1,7 +1,9 @@
 //! Headless outputs of a capture for scripts, CI and other tools' viewers: one streaming
-//! pass over the file ([`scan`]), the user's filters ([`selection`], [`time`]) applied to
-//! it ([`slice`](mod@slice)), and a writer per format, all with one signature ([`Writer`]); the
-//! comparison of two captures is [`diff`], with one signature too ([`DiffWriter`]).
+//! pass over the file ([`scan`]), the user's filters ([`selection`], with times as
+//! [`crate::time`] reads them) applied to it, giving a [`Slice`](mod@slice) of the
+//! profile model that any other source of a model can give too, and a writer per format
+//! ([`format`](mod@format)), all with one signature ([`Writer`]); the comparison of two selections is
+//! [`diff`], with one signature too ([`DiffWriter`]).
 
 pub mod diff;
 pub mod error;

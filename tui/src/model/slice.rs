@@ -19,14 +19,14 @@ pub fn slice<'a>(data: &'a mut Data, q: &Query) -> Slice<'a> {
     of_interned(data, q)
 }
 
-/// [`slice`] of each query, over one model (a diff takes two).
+/// [`slice()`] of each query, over one model (a diff takes two).
 pub fn slices<'a>(data: &'a mut Data, queries: &[&Query]) -> Vec<Slice<'a>> {
     data.intern_stacks();
     let data: &'a Data = data;
     queries.iter().map(|q| of_interned(data, q)).collect()
 }
 
-/// [`slice`] once every sampled stack is interned.
+/// [`slice()`] once every sampled stack is interned.
 fn of_interned<'a>(data: &'a Data, q: &Query) -> Slice<'a> {
     let counted = data.counted(q.metric);
     let counts = |stack: u32| {
