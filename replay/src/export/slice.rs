@@ -73,11 +73,6 @@ impl Extent {
             capture_total: scan.samples,
         }
     }
-
-    /// Monotonic ns of time 0, for offsets in output.
-    pub fn start_ns(&self) -> u64 {
-        self.clock.map_or(0, |c| c.start_mono_ns)
-    }
 }
 
 /// A selection over the profile model: its weights, where it sits, and the capture whose

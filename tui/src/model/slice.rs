@@ -82,6 +82,8 @@ fn of_interned<'a>(data: &'a Data, q: &Query) -> Slice<'a> {
         clock,
         from_ns: Some(q.from_ns),
         to_ns: Some(q.to_ns),
+        // The first and last sample of any class: the buckets keep no span per class.
+        // It bounds the window only where the window runs past it (the whole capture).
         span: data.buckets.span(),
         window_span: None,
         capture_total,
