@@ -7,6 +7,7 @@ mod hangup;
 mod live;
 mod output;
 mod process_list;
+mod progress;
 mod record;
 mod signals;
 mod symbols;

@@ -2,8 +2,9 @@
 //! the fixtures `offcpu` (threads that sleep, block on a pipe, never block, wait for the
 //! disk), `contend` (busy threads pinned to one CPU) and `split7030`, recorded and read
 //! back with [`Capture`]. Each thread's shares are by construction of its fixture; its
-//! totals are checked against the kernel's own accounting, which the fixtures print
-//! (`/proc/self/task/TID/schedstat`, read just before each thread exits).
+//! totals are checked against the kernel's own accounting: the schedstat the fixtures
+//! print (`/proc/self/task/TID/schedstat`, read just before each thread exits) and the
+//! `sched_switch` events perf records alongside each recording.
 //!
 //! They need root (CAP_BPF + CAP_PERFMON); without it they fail with hotspot's own
 //! message naming the missing capability, never skip.
@@ -189,7 +190,7 @@ fn wall_is_cpu_plus_off_cpu_and_the_lifetime() {
             // switch counts that stolen time as on the CPU (measured: a spinner's 1407
             // samples, 2.820 s, against 2.998 s on the CPU by ThreadTimes and 2.766 s by
             // schedstat, with 430 ms of steal on the 2 vCPUs during the recording): the
-            // recording's steal is allowed on top, as for schedstat below.
+            // recording's steal is allowed on top.
             assert_close(
                 u.wall_periods() as f64 * period,
                 exact,
@@ -224,26 +225,37 @@ fn wall_is_cpu_plus_off_cpu_and_the_lifetime() {
 }
 
 #[test]
-fn cpu_and_run_queue_match_schedstat() {
+fn cpu_lies_within_the_kernels_accounts_and_run_queue_fits_schedstat() {
     for rec in [offcpu(), contend()] {
         for line in &rec.threads {
             let t = rec.times(line.tid);
-            // The thread read its schedstat just before exiting; what it ran after that
-            // (formatting one line, exiting) is microseconds: 0.5 ms absolute slack
-            // covers it for threads that hardly run (the pipe threads: ~0.1-0.2 ms).
-            // schedstat's run time leaves out steal time (PARAVIRT_TIME_ACCOUNTING: the
-            // VM's CPU was running something else), which a clock read at each switch
-            // cannot tell apart: the steal of the whole recording is allowed on top
-            // (measured: a spinner's run + wait fell 1.7% short of its lifetime here).
-            assert_close(
-                t.on_cpu_ns as f64,
-                line.run_ns as f64,
-                0.02,
-                500_000.0 + rec.steal_ns as f64,
-                &format!(
-                    "{} {}: on-CPU vs schedstat run time ({t:?}; schedstat wait {} ns)",
-                    rec.prog, line.name, line.wait_ns
-                ),
+            // The kernel keeps two accounts of a thread's time on a CPU, and on these
+            // VMs they disagree: the sched_switch events (perf recorded them in the same
+            // run) and schedstat's run time (se.sum_exec_runtime). The fsync writer,
+            // which keeps waking an idle vCPU, ran 305 ms between its switches and was
+            // charged 408 ms (17k switches in 3 s; perf sched timehist against
+            // sched_stat_runtime). And some switches fire no event at all (a spinner's
+            // switch back in after `tokio-rt-worker` is missing from perf's record too),
+            // which the recorder splits by sum_exec_runtime and perf cannot. So on-CPU
+            // must lie between the two accounts, with 2% and 0.5 ms of slack on each side
+            // (a thread's exit is accounted at sched_process_exit, a little before its
+            // last switch out) and the recording's steal (schedstat leaves it out).
+            let switches = rec.switch_run(line.tid) as f64;
+            let schedstat = line.run_ns as f64;
+            let slack = 500_000.0 + rec.steal_ns as f64;
+            let (low, high) = (switches.min(schedstat), switches.max(schedstat));
+            let on_cpu = t.on_cpu_ns as f64;
+            assert!(
+                on_cpu >= 0.98 * low - slack && on_cpu <= 1.02 * high + slack,
+                "{} {}: on-CPU {} ns outside the kernel's accounts: {} ns by its switch \
+                 events, {} ns by schedstat ({t:?}; schedstat wait {} ns, steal {} ns)",
+                rec.prog,
+                line.name,
+                t.on_cpu_ns,
+                switches,
+                line.run_ns,
+                line.wait_ns,
+                rec.steal_ns
             );
             // schedstat's wait also holds the run-queue delay after each wake-up, which
             // the contract counts in the state the thread left in (S or D): R can only

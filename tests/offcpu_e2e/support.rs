@@ -10,7 +10,9 @@ use hotspot_format::ThreadTimes;
 use hotspot_replay::Capture;
 use hotspot_replay::profile::StackNames;
 
-use hotspot_testkit::e2e::{hotspot, run_ok, serial, tmp};
+use std::process::Command;
+
+use hotspot_testkit::e2e::{hotspot, hotspot_path, run_ok, serial, tmp};
 
 /// A fixture's line about one of its threads (see `fixtures/offcpu_thread.h`).
 #[derive(Debug, Clone)]
@@ -33,6 +35,9 @@ pub struct Recorded {
     /// Steal time of all CPUs while the recording ran (/proc/stat), in ns: time the
     /// hypervisor ran something else on a CPU this VM believed was running a thread.
     pub steal_ns: u64,
+    /// Each thread's time on a CPU between the kernel's own `sched_switch` events, as
+    /// `perf record -e sched:sched_switch -a` saw them in the same run, in ns.
+    pub switch_run_ns: BTreeMap<u32, u64>,
     _dir: tempfile::TempDir,
 }
 
@@ -42,6 +47,14 @@ impl Recorded {
             .iter()
             .find(|t| t.name == name)
             .unwrap_or_else(|| panic!("{}: no line for thread {name}", self.prog))
+    }
+
+    /// The thread's time on a CPU by the kernel's switch events (see `switch_run_ns`).
+    pub fn switch_run(&self, tid: u32) -> u64 {
+        *self
+            .switch_run_ns
+            .get(&tid)
+            .unwrap_or_else(|| panic!("{}: perf saw no switch of tid {tid}", self.prog))
     }
 
     pub fn times(&self, tid: u32) -> &ThreadTimes {
@@ -58,11 +71,17 @@ impl Recorded {
 pub fn record(prog: &str, extra: &[&str], argv: &[&str]) -> Recorded {
     let dir = tmp();
     let path = dir.path().join(format!("{prog}.hsp"));
+    let switches = dir.path().join("switches.data");
     let (out, steal_ns) = {
         let _g = serial();
         let steal = steal_ns();
+        // perf wraps the recording so that its switch events cover the whole of it.
         let out = run_ok(
-            hotspot()
+            Command::new("perf")
+                .args(["record", "-q", "-e", "sched:sched_switch", "-a", "-o"])
+                .arg(&switches)
+                .arg("--")
+                .arg(hotspot_path())
                 .arg("record")
                 .args(extra)
                 .arg("-o")
@@ -72,6 +91,7 @@ pub fn record(prog: &str, extra: &[&str], argv: &[&str]) -> Recorded {
         );
         (out, steal_ns() - steal)
     };
+    let switch_run_ns = switch_runs(&switches);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let threads = thread_lines(&stderr, prog);
     let capture = Capture::open(&path).expect("capture opens");
@@ -81,8 +101,48 @@ pub fn record(prog: &str, extra: &[&str], argv: &[&str]) -> Recorded {
         capture,
         threads,
         steal_ns,
+        switch_run_ns,
         _dir: dir,
     }
+}
+
+/// Each thread's time on a CPU, from switch in to switch out, by the `sched_switch`
+/// events in the perf data at `data`.
+fn switch_runs(data: &Path) -> BTreeMap<u32, u64> {
+    let out = run_ok(
+        Command::new("perf")
+            .args(["script", "--ns", "-F", "time,trace", "-i"])
+            .arg(data),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut since: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut run: BTreeMap<u32, u64> = BTreeMap::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let Some(time) = words.next().and_then(|t| t.strip_suffix(':')) else {
+            continue;
+        };
+        let Some((s, ns)) = time.split_once('.') else {
+            continue;
+        };
+        let (Ok(s), Ok(ns)) = (s.parse::<u64>(), ns.parse::<u64>()) else {
+            continue;
+        };
+        let now = s * 1_000_000_000 + ns;
+        let pid = |key: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .and_then(|v| v.parse::<u32>().ok())
+        };
+        let (Some(prev), Some(next)) = (pid("prev_pid="), pid("next_pid=")) else {
+            panic!("perf script: not a sched_switch line: {line}");
+        };
+        if let Some(t0) = since.remove(&prev) {
+            *run.entry(prev).or_default() += now.saturating_sub(t0);
+        }
+        since.insert(next, now);
+    }
+    run
 }
 
 /// Steal time of all CPUs so far: the 8th value of /proc/stat's `cpu` line, in USER_HZ

@@ -9,7 +9,7 @@ use aya::programs::{PerfEvent, ProgramError, RawTracePoint};
 use aya::{Ebpf, EbpfError};
 
 use super::error::{BpfError, chain, kernel_release};
-use crate::kernel_names::BpfKernelSymbols;
+use crate::live::kernel_names::BpfKernelSymbols;
 
 /// The frame-pointer-only sampler: `stack_cap == 0`, and every kernel from 5.8.
 pub(super) const FP_SAMPLE_PROGRAM: &str = "hs_sample";
