@@ -11,7 +11,7 @@
 //! is to stand apart there); `--no-kernel` and the JSON `kernel` fields read
 //! [`FrameKind::is_kernel`].
 
-use hotspot_format::{FrameId, ModuleKind, ThreadState};
+use hotspot_format::{FrameId, Module, ModuleId, ModuleKind, ThreadState};
 
 use crate::capture::Capture;
 
@@ -60,13 +60,20 @@ impl FrameKind {
     /// capture does not define is a marker (`[unknown frame]`); a frame of the module the
     /// unwinding record names for markers is one; the others are what their module is.
     pub fn of(capture: &Capture, frame: FrameId) -> FrameKind {
-        let Some(f) = capture.frames.get(&frame) else {
-            return FrameKind::Marker;
-        };
-        if capture.unwinding.and_then(|u| u.markers) == Some(f.module) {
+        match capture.frames.get(&frame) {
+            Some(f) => FrameKind::in_module(capture, f.module, capture.modules.get(&f.module)),
+            None => FrameKind::Marker,
+        }
+    }
+
+    /// [`FrameKind::of`] a defined frame of module `id` (`module`: its definition, if
+    /// any), for a caller that has looked both up already: naming every frame of every
+    /// stack ([`crate::names::expand`]) would otherwise look each up twice.
+    pub fn in_module(capture: &Capture, id: ModuleId, module: Option<&Module>) -> FrameKind {
+        if capture.unwinding.and_then(|u| u.markers) == Some(id) {
             return FrameKind::Marker;
         }
-        match capture.modules.get(&f.module).map(|m| m.kind) {
+        match module.map(|m| m.kind) {
             Some(ModuleKind::Elf | ModuleKind::Vdso) => FrameKind::User,
             Some(ModuleKind::Kernel | ModuleKind::KernelModule) => FrameKind::Kernel,
             Some(ModuleKind::Jit) | None => FrameKind::Jit,

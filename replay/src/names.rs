@@ -96,12 +96,16 @@ fn shared(text: &'static str) -> Arc<str> {
 /// functions come before the function they were inlined into. At most
 /// [`MAX_INLINED`] + 1 are added.
 pub fn expand(capture: &Capture, frame: FrameId, out: &mut Vec<FrameName>) {
-    let kind = FrameKind::of(capture, frame);
     let Some(f) = capture.frames.get(&frame) else {
-        out.push(unknown(shared("[unknown frame]"), kind));
+        out.push(unknown(
+            shared("[unknown frame]"),
+            FrameKind::of(capture, frame),
+        ));
         return;
     };
-    let module_name = match capture.modules.get(&f.module).map(|m| m.kind) {
+    let module = capture.modules.get(&f.module);
+    let kind = FrameKind::in_module(capture, f.module, module);
+    let module_name = match module.map(|m| m.kind) {
         Some(ModuleKind::Kernel) => shared("[kernel]"),
         _ => capture
             .module_name(f.module)
