@@ -5,7 +5,8 @@
 //! [`Tail`] follows it as it grows (`view FILE`, and live mode, where the recorder writes
 //! the file being read).
 
-use std::fs::{File, Metadata};
+use std::fs::{File, Metadata, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use hotspot_format::{Event, Follower, FormatError};
@@ -15,13 +16,18 @@ use crate::error::ReplayError;
 /// Opens the capture file at `path` for reading, with its metadata: a directory, device,
 /// pipe or socket is refused (never mapped or read: `/dev/zero` has no end), and an I/O
 /// error names the file. Checked on the file opened, not the path, so nothing can swap
-/// it in between.
+/// it in between; opened non-blocking, since opening a FIFO to read waits for a writer
+/// that may never come (a regular file's reads ignore the flag).
 pub fn open(path: &Path) -> Result<(File, Metadata), ReplayError> {
     let io = |source| ReplayError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let file = File::open(path).map_err(io)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     ReplayError::check_file(path, &meta)?;
     Ok((file, meta))
