@@ -3,12 +3,14 @@
 
 pub mod diff;
 pub mod info;
+mod progress;
 pub mod report;
 
 use std::path::Path;
 
-use hotspot_replay::export::progress::Progress;
 use hotspot_replay::export::{Scan, ScanOptions};
+
+use progress::Progress;
 
 use crate::symbols;
 

@@ -11,7 +11,6 @@ pub mod folded;
 pub mod format;
 pub mod json;
 pub mod pprof;
-pub mod progress;
 pub mod scan;
 pub mod selection;
 pub mod slice;

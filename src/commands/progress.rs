@@ -1,5 +1,7 @@
 //! A progress bar on stderr for long reads: shown only when stderr is a terminal and the
 //! work has already taken more than a moment, so pipes, CI logs and quick runs stay clean.
+//! Here rather than in replay, which reports progress through a callback and so never
+//! draws on a terminal itself.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -41,7 +43,10 @@ impl Progress {
             {
                 bar.set_style(style);
             }
-            bar.set_message(format!("reading {}", crate::sanitize::display(&self.label)));
+            bar.set_message(format!(
+                "reading {}",
+                hotspot_replay::sanitize::display(&self.label)
+            ));
             self.bar = Some(bar);
         }
         if let Some(bar) = &self.bar {
