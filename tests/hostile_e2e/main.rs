@@ -30,7 +30,7 @@ macro_rules! hostile_cases {
         $(
             #[test]
             fn $name() {
-                check_case(by_name(stringify!($name)), COMMANDS);
+                check_case(by_name(stringify!($name)), commands());
             }
         )*
 
@@ -109,7 +109,7 @@ fn paths_that_are_not_capture_files() {
         (fifo.as_path(), "not a regular file"),
         (missing.as_path(), "No such file"),
     ] {
-        for &cmd in COMMANDS {
+        for &cmd in commands() {
             check("not-a-file", &Expect::Error(text), path, cmd);
         }
     }
@@ -314,7 +314,7 @@ fn truncation_at_many_offsets() {
     cuts.extend([total - 1, total]);
     cuts.sort_unstable();
     cuts.dedup();
-    let commands: Vec<_> = COMMANDS
+    let commands: Vec<_> = commands()
         .iter()
         .copied()
         .filter(|c| matches!(c.0, "info --json" | "report" | "report json" | "diff"))
@@ -348,7 +348,7 @@ fn random_byte_flips() {
     let (bytes, ends) = hostile::written(4, 300);
     let written = ends.last().map_or(0, |e| e.1);
     let mut rng = hostile::Rng(0x5eed);
-    let commands: Vec<_> = COMMANDS
+    let commands: Vec<_> = commands()
         .iter()
         .copied()
         .filter(|c| matches!(c.0, "info --json" | "report json" | "report folded"))
@@ -375,7 +375,7 @@ fn random_byte_flips() {
 fn random_flips_behind_the_checksums() {
     let prog = hostile::program(4);
     let mut rng = hostile::Rng(0xf11b);
-    let commands: Vec<_> = COMMANDS
+    let commands: Vec<_> = commands()
         .iter()
         .copied()
         .filter(|c| matches!(c.0, "info --json" | "report json" | "report"))
@@ -417,10 +417,10 @@ fn hostile_file_names_are_escaped() {
         b"plain text".to_vec(),
         Expect::Error("not a hotspot capture"),
     );
-    check_case(&not_capture, COMMANDS);
+    check_case(&not_capture, commands());
     let (bytes, ends) = hostile::written(2, 50);
     let capture = Case::new(format!("capture-{name}"), bytes, Expect::Samples(ends[1].1));
-    check_case(&capture, COMMANDS);
+    check_case(&capture, commands());
     // The name shows, escaped.
     let path = write_case(&capture);
     let r = run(&["info".into(), path.clone().into()]);
