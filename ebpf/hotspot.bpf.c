@@ -10,8 +10,8 @@
  * thread's exact on-CPU and blocked times, and sched_exit_tp, which takes the
  * stack a thread blocked in once its blocked time makes an off-CPU sample due.
  *
- * Loaded and attached by recorder/src/bpf/sampler.rs; record layout in
- * sample.h. Rebuild with tools/build-bpf and commit the object.
+ * Loaded by recorder/src/bpf/load.rs, attached by bpf/sampler.rs; record layout
+ * in sample.h. Rebuild with tools/build-bpf and commit the object.
  */
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
@@ -43,7 +43,7 @@ volatile const __u64 period_ns = 1000000000ULL / 499;
  * relocations, so the loader patches in this kernel's real offsets from its
  * BTF instead of trusting a layout fixed at build time. The recorder relocates
  * against a subset of that BTF: a field read here must also be listed in
- * FIELDS in recorder/src/bpf/btf_subset.rs.
+ * FIELDS in recorder/src/bpf/btf_subset/mod.rs.
  */
 typedef struct {
 	int counter;

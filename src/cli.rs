@@ -3,9 +3,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
-use hotspot_replay::export::{Selection, TimeSpec};
+use hotspot_replay::export::{DiffFormat, Format, Selection};
 use hotspot_replay::metric::Metric;
+use hotspot_replay::time::TimeSpec;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -145,22 +147,6 @@ pub struct InfoArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    /// The flat profile: top functions by self samples.
-    Text,
-    /// The `hotspot-report` JSON document (docs/json-schema.md).
-    Json,
-    /// `a;b;c N` lines for flame-graph tools.
-    Folded,
-    /// A self-contained interactive flame graph.
-    Svg,
-    /// Gzipped profile.proto for go tool pprof, Pyroscope, Parca (binary).
-    Pprof,
-    /// speedscope's file format, one profile per thread.
-    Speedscope,
-}
-
 /// Which samples count; shared by every output format.
 #[derive(Debug, Args)]
 pub struct FilterArgs {
@@ -209,8 +195,8 @@ pub struct ReportArgs {
     /// The capture file.
     pub file: PathBuf,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
-    pub format: ReportFormat,
+    #[arg(long, default_value_t = Format::Text, value_parser = report_formats())]
+    pub format: Format,
     /// Write to this file instead of stdout (needed for pprof on a terminal).
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
@@ -221,16 +207,6 @@ pub struct ReportArgs {
     pub filter: FilterArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum DiffFormat {
-    /// Functions by change of share, largest first.
-    Text,
-    /// The `hotspot-diff` JSON document (docs/json-schema.md).
-    Json,
-    /// `stack count_base count_new` lines (differential flame graphs).
-    Folded,
-}
-
 #[derive(Debug, Args)]
 pub struct DiffArgs {
     /// The capture before the change.
@@ -238,7 +214,7 @@ pub struct DiffArgs {
     /// The capture after the change.
     pub new: PathBuf,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    #[arg(long, default_value_t = DiffFormat::Text, value_parser = diff_formats())]
     pub format: DiffFormat,
     /// Write to this file instead of stdout.
     #[arg(short, long, value_name = "OUT")]
@@ -251,6 +227,20 @@ pub struct DiffArgs {
     pub filter: FilterArgs,
 }
 
+/// `report --format`'s choices, each with its line of help: the exporters' one list.
+fn report_formats() -> impl TypedValueParser<Value = Format> {
+    choices(Format::ALL.map(|f| (f.name(), f.about()))).try_map(|s| s.parse::<Format>())
+}
+
+/// `diff --format`'s choices, the same way.
+fn diff_formats() -> impl TypedValueParser<Value = DiffFormat> {
+    choices(DiffFormat::ALL.map(|f| (f.name(), f.about()))).try_map(|s| s.parse::<DiffFormat>())
+}
+
+fn choices<const N: usize>(formats: [(&'static str, &'static str); N]) -> PossibleValuesParser {
+    PossibleValuesParser::new(formats.map(|(name, about)| PossibleValue::new(name).help(about)))
+}
+
 fn parse_metric(s: &str) -> Result<Metric, String> {
     s.parse()
         .map_err(|e: hotspot_replay::metric::UnknownMetric| e.to_string())
@@ -258,7 +248,7 @@ fn parse_metric(s: &str) -> Result<Metric, String> {
 
 fn parse_time(s: &str) -> Result<TimeSpec, String> {
     s.parse()
-        .map_err(|e: hotspot_replay::export::ExportError| e.to_string())
+        .map_err(|e: hotspot_replay::time::TimeError| e.to_string())
 }
 
 #[derive(Debug, Args)]

@@ -9,8 +9,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::Context;
-use hotspot_replay::tui::tail::Tail;
-use hotspot_replay::tui::{self, Mode, Options, Term};
+use hotspot_replay::file::Tail;
+use hotspot_tui::{self as tui, Mode, Options, Term};
 
 use hotspot_recorder::live::session::{self, Observer, SessionOptions, Target};
 

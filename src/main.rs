@@ -5,19 +5,19 @@ mod commands;
 mod demo;
 mod hangup;
 mod live;
-mod open;
 mod output;
 mod process_list;
 mod progress;
 mod record;
 mod signals;
+mod symbols;
 mod view;
 
 use clap::Parser;
 
 fn main() {
     let cli = cli::Cli::parse();
-    open::set_symbol_dirs(cli.symbols.clone());
+    symbols::set_symbol_dirs(cli.symbols.clone());
     // Before any slow set-up: a Ctrl-C or SIGTERM that arrives while the recorder
     // starts must still end in a finished capture, not a killed process.
     if matches!(cli.command, cli::Command::Record(_) | cli::Command::Demo(_)) {

@@ -41,11 +41,13 @@ pub fn write_to(
     }
 }
 
+/// Through the one opener, so a FIFO or device given as the output is not read from (and
+/// a FIFO's open does not wait for a writer): only a regular file can be a capture.
 fn refuse_capture(path: &Path) -> anyhow::Result<()> {
     let mut head = [0u8; 8];
-    let is_capture = File::open(path)
-        .and_then(|mut f| io::Read::read_exact(&mut f, &mut head))
-        .is_ok_and(|()| head == hotspot_format::header::MAGIC);
+    let is_capture = hotspot_replay::file::open(path)
+        .is_ok_and(|(mut f, _)| io::Read::read_exact(&mut f, &mut head).is_ok())
+        && head == hotspot_format::header::MAGIC;
     if is_capture {
         anyhow::bail!(
             "{} is a capture: refusing to overwrite it with a report",

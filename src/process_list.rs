@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use hotspot_replay::tui::picker::ProcRow;
+use hotspot_tui::views::picker::ProcRow;
 
 /// Reads /proc again on each call, remembering CPU times to turn them into a rate.
 #[derive(Debug)]

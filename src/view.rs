@@ -3,10 +3,10 @@
 use std::io::IsTerminal;
 
 use anyhow::Context;
-use hotspot_replay::tui::link::LinkBase;
-use hotspot_replay::tui::palette::{ColorMode, Palette};
-use hotspot_replay::tui::tail::Tail;
-use hotspot_replay::tui::{self, Mode, Options, Term};
+use hotspot_replay::file::Tail;
+use hotspot_tui::links::link::LinkBase;
+use hotspot_tui::palette::{ColorMode, Palette};
+use hotspot_tui::{self as tui, Mode, Options, Term};
 
 use crate::cli::{LinkArgs, ViewArgs};
 use crate::signals;
@@ -25,7 +25,7 @@ pub fn options(mode: Mode, links: &LinkArgs) -> anyhow::Result<Options> {
         mode,
         palette: Palette::new(ColorMode::detect(|k| std::env::var(k).ok())),
         links,
-        symbol_dirs: crate::open::symbol_dirs().to_vec(),
+        symbol_dirs: crate::symbols::symbol_dirs().to_vec(),
     })
 }
 

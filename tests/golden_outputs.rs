@@ -8,6 +8,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use hotspot_replay::export::{DiffFormat, Format};
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -27,9 +29,6 @@ const CAPTURES: &[&str] = &[
     "python3-threads-cut",
     "offcpu",
 ];
-
-/// Output formats of `report`; pprof is binary and goes through `-o`.
-const FORMATS: &[&str] = &["text", "json", "folded", "svg", "pprof", "speedscope"];
 
 /// Filter sets run on every capture (an empty range is an error, compared as such).
 const FILTERS: &[(&str, &[&str])] = &[
@@ -149,7 +148,7 @@ fn report(name: &str, cap: &str, format: &str, filter: &[&str], failures: &mut V
 fn reports_are_unchanged() {
     let mut failures = Vec::new();
     for cap in CAPTURES {
-        for format in FORMATS {
+        for format in Format::ALL.map(Format::name) {
             for (label, filter) in FILTERS {
                 report(
                     &format!("{cap}.{label}.{format}"),
@@ -162,7 +161,7 @@ fn reports_are_unchanged() {
         }
     }
     for (cap, label, filter) in SPECIFIC {
-        for format in FORMATS {
+        for format in Format::ALL.map(Format::name) {
             // --top belongs to text and json only (the others refuse it: compared too).
             report(
                 &format!("{cap}.{label}.{format}"),
@@ -224,7 +223,7 @@ fn diffs_are_unchanged() {
     ];
     let mut failures = Vec::new();
     for (label, a, b, filter) in pairs {
-        for format in ["text", "json", "folded"] {
+        for format in DiffFormat::ALL.map(DiffFormat::name) {
             let mut args: Vec<String> = vec!["diff".into(), capture(a), capture(b)];
             args.extend(["--format".to_string(), format.to_string()]);
             args.extend(filter.iter().map(|s| s.to_string()));

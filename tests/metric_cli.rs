@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use hotspot_replay::export::Format;
 use hotspot_testkit::synthetic::off_cpu::{self, Config};
 
 fn hotspot(args: &[&str]) -> Output {
@@ -53,7 +54,7 @@ fn s(p: &Path) -> &str {
 #[test]
 fn the_default_metric_is_cpu_and_ignores_off_cpu_data() {
     let (dir, with, without) = captures("metric-default");
-    for format in ["text", "json", "folded", "svg", "speedscope", "pprof"] {
+    for format in Format::ALL.map(Format::name) {
         let run = |file: &Path, metric: Option<&str>| {
             let out = dir.path().join(format!("out-{format}"));
             let mut args = vec!["report", s(file), "--format", format, "-o", s(&out)];

@@ -16,6 +16,8 @@ mod support;
 
 use std::sync::OnceLock;
 
+use hotspot_replay::metric::Metric;
+
 use support::{Recorded, ThreadLine, Usage, assert_close, record, report};
 
 /// The `offcpu` fixture, 3 s, with its disk thread writing under the test's target dir
@@ -135,12 +137,12 @@ fn pinned_threads_wait_runnable() {
             "{name}: R {r_share:.3} of its lifetime ({times:?})"
         );
         let r = u.off_periods_where(|st, _| st == 'R');
-        let r_ns = r * rec.capture.period_ns();
+        let r_ns = r * rec.capture.period_ns(Metric::OffCpu);
         assert_close(
             r_ns as f64,
             times.runnable_ns as f64,
             0.02,
-            rec.capture.period_ns() as f64,
+            rec.capture.period_ns(Metric::OffCpu) as f64,
             &format!("{name}: R from samples vs ThreadTimes"),
         );
         let spin = u.off_periods_where(|st, stack| st == 'R' && support::has(stack, "ct_spin"));
@@ -179,7 +181,7 @@ fn wall_is_cpu_plus_off_cpu_and_the_lifetime() {
         for line in &rec.threads {
             let u = Usage::of(&rec.capture, line.tid);
             let t = rec.times(line.tid);
-            let period = rec.capture.period_ns() as f64;
+            let period = rec.capture.period_ns(Metric::OffCpu) as f64;
             let exact = (t.on_cpu_ns + t.sleeping_ns + t.uninterruptible_ns + t.runnable_ns) as f64;
             // The 2%: CPU + off-CPU from the samples against the kernel's totals
             // (one period of slack: the off-CPU residual below a period is not emitted).
@@ -278,7 +280,12 @@ fn nothing_lost_and_off_cpu_defined() {
     for rec in [offcpu(), contend()] {
         let c = &rec.capture;
         assert!(c.off_cpu.is_some(), "{}: no OffCpu definition", rec.prog);
-        assert_eq!(c.period_ns(), 1_000_000_000 / 499, "{}", rec.prog);
+        assert_eq!(
+            c.period_ns(Metric::OffCpu),
+            1_000_000_000 / 499,
+            "{}",
+            rec.prog
+        );
         assert_eq!(c.lost_off_cpu, 0, "{}: lost off-CPU samples", rec.prog);
         assert_eq!(c.lost, 0, "{}: lost samples", rec.prog);
     }

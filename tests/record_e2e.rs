@@ -151,7 +151,7 @@ fn syscall_workload_has_named_kernel_frames() {
     let kernel_samples: u64 = folded
         .stacks
         .iter()
-        .filter(|(s, _)| s.last().is_some_and(|f| f.kernel))
+        .filter(|(s, _)| s.last().is_some_and(|f| f.kind.is_kernel()))
         .map(|(_, n)| n)
         .sum();
     assert!(
@@ -163,7 +163,7 @@ fn syscall_workload_has_named_kernel_frames() {
         .stacks
         .keys()
         .flatten()
-        .filter(|f| f.kernel)
+        .filter(|f| f.kind.is_kernel())
         .map(|f| &*f.function)
         .collect();
     assert!(

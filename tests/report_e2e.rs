@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+use hotspot_replay::export::Format;
 use hotspot_testkit::e2e::{hotspot, run_ok as ok, tmp};
 use serde_json::Value;
 
@@ -62,7 +63,7 @@ fn every_command_and_format_works_and_is_deterministic() {
         top.contains("hot_leaf") && top.contains("split7030.c:"),
         "{top}"
     );
-    for format in ["text", "json", "folded", "svg", "pprof", "speedscope"] {
+    for format in Format::ALL.map(Format::name) {
         let a = dir.path().join(format!("a.{format}"));
         let b = dir.path().join(format!("b.{format}"));
         for out in [&a, &b] {

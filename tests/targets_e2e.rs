@@ -24,7 +24,7 @@ fn leaves(c: &Capture, tid: u32, keep: impl Fn(u64) -> bool) -> BTreeMap<String,
     for (stack, n) in by_stack {
         let leaf = names
             .get(c, stack)
-            .and_then(|f| f.iter().rfind(|f| !f.kernel))
+            .and_then(|f| f.iter().rfind(|f| !f.kind.is_kernel()))
             .map_or("?".to_string(), |f| f.function.to_string());
         *out.entry(leaf).or_default() += n;
     }

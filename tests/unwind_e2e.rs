@@ -507,7 +507,7 @@ fn mode_stacks(c: &Capture) -> Vec<ModeStack> {
         .stacks
         .into_iter()
         .map(|(k, n)| {
-            let (kernel, user): (Vec<_>, Vec<_>) = k.into_iter().partition(|f| f.kernel);
+            let (kernel, user): (Vec<_>, Vec<_>) = k.into_iter().partition(|f| f.kind.is_kernel());
             let names = |v: Vec<hotspot_replay::names::FrameName>| {
                 v.into_iter().map(|f| f.function.to_string()).collect()
             };

@@ -3,8 +3,8 @@
 //!
 //! The one way in: [`Capture::ingest`] splits each block, its definitions into the
 //! capture's tables and its samples into a [`SampleSink`] the caller picks: a tally for
-//! the reports ([`crate::tally::Tally`]), time buckets for the views
-//! ([`crate::tui::model::Data`]), or the plain vector [`Capture::samples`] that
+//! the reports ([`crate::tally::Tally`]), time buckets for the views (`hotspot-tui`'s
+//! `model::Data`), or the plain vector [`Capture::samples`] that
 //! [`Capture::open`] and [`Capture::from_bytes`] fill (tests, `info` of a capture in memory).
 
 use std::collections::btree_map::Entry;
@@ -19,7 +19,7 @@ use hotspot_format::{
 };
 
 use crate::error::ReplayError;
-use crate::metric::Class;
+use crate::metric::{Class, Metric};
 
 /// A region of the file the reader could not use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,16 +149,14 @@ pub struct Capture {
 impl Capture {
     /// Reads a finished (or cut) capture file.
     pub fn open(path: &Path) -> Result<Capture, ReplayError> {
-        let io = |source| ReplayError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
-        ReplayError::check_file(path, &meta)?;
+        let (mut file, meta) = crate::file::open(path)?;
         // A finished capture may be mapped; reading a copy is as good for small files
         // and immune to the file being truncated under the mapping.
-        let data = std::fs::read(path).map_err(io)?;
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut data).map_err(|source| ReplayError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let mut c = Capture::from_bytes(&data).map_err(|e| e.with_path(path))?;
         c.path = path.to_path_buf();
         c.file_size = meta.len();
@@ -194,13 +192,20 @@ impl Capture {
         self.off_cpu_samples = off_cpu;
     }
 
-    /// The time one period stands for, in ns: the off-CPU period the capture states, else
-    /// 1e9 / the sampling frequency; 0 when neither is known.
-    pub fn period_ns(&self) -> u64 {
-        match (&self.off_cpu, &self.session) {
-            (Some(o), _) => o.period_ns,
-            (None, Some(s)) if s.freq_hz > 0 => 1_000_000_000 / u64::from(s.freq_hz),
-            _ => 0,
+    /// The time one period stands for when `metric` weighs the samples, in ns: the one
+    /// rule every view and output turns periods into time by (with [`crate::metric::ns`], which
+    /// multiplies saturating). Under `cpu`, 1e9 / the sampling frequency, rounded (as the
+    /// outputs have always given it, so a CPU report reads the same with or without
+    /// off-CPU data); under `off-cpu` and `wall`, the period the capture's off-CPU record
+    /// states (its off-CPU samples were cut by it, and a CPU sample stands for the same
+    /// time, SPEC.md §6.1), else the CPU period; 0 when neither is known.
+    pub fn period_ns(&self, metric: Metric) -> u64 {
+        match (metric, self.off_cpu) {
+            (Metric::OffCpu | Metric::Wall, Some(o)) => o.period_ns,
+            _ => match &self.session {
+                Some(s) if s.freq_hz > 0 => (1e9 / f64::from(s.freq_hz)).round() as u64,
+                _ => 0,
+            },
         }
     }
 
@@ -420,4 +425,35 @@ pub fn capped(mut text: String) -> String {
         text.push('…');
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_rule_turns_periods_into_ns_under_each_metric() {
+        // 1e9 / 7 = 142,857,142.86: the CPU period rounds, the off-CPU record (written by
+        // the recorder as 1e9 / freq, truncated) is taken as it is.
+        let mut c = Capture {
+            session: Some(SessionHeader {
+                freq_hz: 7,
+                ..SessionHeader::default()
+            }),
+            ..Capture::default()
+        };
+        for m in Metric::ALL {
+            assert_eq!(c.period_ns(m), 142_857_143, "{m} without off-CPU data");
+        }
+        c.off_cpu = Some(OffCpu {
+            period_ns: 142_857_142,
+        });
+        assert_eq!(c.period_ns(Metric::Cpu), 142_857_143);
+        assert_eq!(c.period_ns(Metric::OffCpu), 142_857_142);
+        assert_eq!(c.period_ns(Metric::Wall), 142_857_142);
+        c.off_cpu = None;
+        c.session = None;
+        assert_eq!(c.period_ns(Metric::Wall), 0, "nothing to go by");
+        assert_eq!(crate::metric::ns(3, u64::MAX), u64::MAX, "saturates");
+    }
 }

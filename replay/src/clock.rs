@@ -4,7 +4,7 @@
 //! Time 0 is the session header's `start_mono_ns` when the capture has a header, else the
 //! first sample read (in file order: a streaming reader must place `--from`/`--to` before
 //! it has seen the rest). The views may draw a narrower extent than that (they skip an
-//! implausible start, see [`crate::tui::model::Data::span`]), but they label instants on
+//! implausible start: `Data::span` in `hotspot-tui`), but they label instants on
 //! this clock, so `report --from 10` and the views' "10 s" are the same instant.
 
 use hotspot_format::SessionHeader;

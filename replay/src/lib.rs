@@ -4,7 +4,9 @@ pub mod capture;
 pub mod clock;
 pub mod error;
 pub mod export;
+pub mod file;
 pub mod info;
+pub mod kind;
 pub mod metric;
 pub mod model;
 pub mod names;
@@ -12,7 +14,7 @@ pub mod profile;
 pub mod resymbolize;
 pub mod sanitize;
 pub mod tally;
-pub mod tui;
+pub mod time;
 pub mod unwinding;
 
 pub use capture::Capture;

@@ -101,6 +101,17 @@ impl FromStr for Metric {
     }
 }
 
+/// `periods` × `period_ns` (the capture's [`Capture::period_ns`](crate::Capture::period_ns)
+/// under the metric), saturating: a hostile period must not wrap.
+pub fn ns(periods: u64, period_ns: u64) -> u64 {
+    periods.saturating_mul(period_ns)
+}
+
+/// Seconds of `periods` of `period_ns` each (for text).
+pub fn secs(periods: u64, period_ns: u64) -> f64 {
+    periods as f64 * period_ns as f64 / 1e9
+}
+
 /// The module of the frame an off-CPU stack ends in (see [`state_frame`]).
 pub const OFF_CPU_MODULE: &str = "[off-cpu]";
 
@@ -115,7 +126,9 @@ pub fn state_frame(state: ThreadState) -> &'static str {
     }
 }
 
-/// The state a [`state_frame`] name stands for.
+/// The state a [`state_frame`] name stands for: how a reader of an output, where a frame's
+/// kind is not written, tells the state frames apart (the model goes by the frame's
+/// [`FrameKind`](crate::kind::FrameKind), never by its name).
 pub fn state_of_frame(module: &str, function: &str) -> Option<ThreadState> {
     if module != OFF_CPU_MODULE {
         return None;

@@ -1,13 +1,12 @@
 //! Names for frames from the capture's own symbols: what the views and reports print.
 
-use hotspot_format::{FrameAddr, FrameId, ModuleKind, SourceLoc};
+use hotspot_format::{FrameAddr, FrameId, ModuleKind, SourceLoc, ThreadState};
 
 use std::sync::Arc;
 
 use crate::capture::Capture;
-/// Re-exported where its callers found it before it moved to the capture, which owns
-/// module naming.
-pub use crate::capture::short_module;
+use crate::kind::FrameKind;
+use crate::metric;
 
 /// One logical frame: a function (possibly inlined into its caller) at a source line.
 /// The texts are shared with the capture's strings: a stack of a thousand frames named
@@ -19,7 +18,7 @@ pub struct FrameName {
     pub module: Arc<str>,
     pub file: Option<Arc<str>>,
     pub line: u32,
-    pub kernel: bool,
+    pub kind: FrameKind,
 }
 
 impl FrameName {
@@ -28,17 +27,42 @@ impl FrameName {
         FunctionKey {
             function: self.function.clone(),
             module: self.module.clone(),
-            kernel: self.kernel,
+            kind: self.kind,
+        }
+    }
+
+    /// A frame that stands for samples without a real one (`[no frames]`, `[stack lost
+    /// to damage]`): a marker in no module.
+    pub fn placeholder(name: &str) -> FrameName {
+        FrameName {
+            function: name.into(),
+            module: "".into(),
+            file: None,
+            line: 0,
+            kind: FrameKind::Marker,
+        }
+    }
+
+    /// The frame an off-CPU sample's stack ends in: its state's name
+    /// ([`metric::state_frame`]) in the module [`metric::OFF_CPU_MODULE`], so every view
+    /// and export splits blocked time by why with no rule of its own.
+    pub fn off_cpu(state: ThreadState) -> FrameName {
+        FrameName {
+            function: metric::state_frame(state).into(),
+            module: metric::OFF_CPU_MODULE.into(),
+            file: None,
+            line: 0,
+            kind: FrameKind::OffCpu(state),
         }
     }
 }
 
-/// Identity of a function across frames: name and the module it lives in.
+/// Identity of a function across frames: name, the module it lives in, and its kind.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FunctionKey {
     pub function: Arc<str>,
     pub module: Arc<str>,
-    pub kernel: bool,
+    pub kind: FrameKind,
 }
 
 /// Text used where no name is recoverable.
@@ -73,14 +97,16 @@ fn shared(text: &'static str) -> Arc<str> {
 /// [`MAX_INLINED`] + 1 are added.
 pub fn expand(capture: &Capture, frame: FrameId, out: &mut Vec<FrameName>) {
     let Some(f) = capture.frames.get(&frame) else {
-        out.push(unknown(shared("[unknown frame]"), false));
+        out.push(unknown(
+            shared("[unknown frame]"),
+            FrameKind::of(capture, frame),
+        ));
         return;
     };
     let module = capture.modules.get(&f.module);
-    let kind = module.map_or(ModuleKind::Jit, |m| m.kind);
-    let kernel = kind.is_kernel();
-    let module_name = match kind {
-        ModuleKind::Kernel => shared("[kernel]"),
+    let kind = FrameKind::in_module(capture, f.module, module);
+    let module_name = match module.map(|m| m.kind) {
+        Some(ModuleKind::Kernel) => shared("[kernel]"),
         _ => capture
             .module_name(f.module)
             .unwrap_or_else(|| shared("[unknown]")),
@@ -97,7 +123,7 @@ pub fn expand(capture: &Capture, frame: FrameId, out: &mut Vec<FrameName>) {
             module: module_name,
             file: None,
             line: 0,
-            kernel,
+            kind,
         });
         return;
     };
@@ -110,7 +136,7 @@ pub fn expand(capture: &Capture, frame: FrameId, out: &mut Vec<FrameName>) {
             module: module_name.clone(),
             file,
             line,
-            kernel,
+            kind,
         });
     }
     let (file, line) = loc(capture, &sym.loc);
@@ -119,7 +145,7 @@ pub fn expand(capture: &Capture, frame: FrameId, out: &mut Vec<FrameName>) {
         module: module_name,
         file,
         line,
-        kernel,
+        kind,
     });
 }
 
@@ -127,12 +153,12 @@ fn loc(capture: &Capture, l: &SourceLoc) -> (Option<Arc<str>>, u32) {
     (l.file.and_then(|f| capture.shared_string(f)), l.line)
 }
 
-fn unknown(module: Arc<str>, kernel: bool) -> FrameName {
+fn unknown(module: Arc<str>, kind: FrameKind) -> FrameName {
     FrameName {
         function: shared(UNKNOWN),
         module,
         file: None,
         line: 0,
-        kernel,
+        kind,
     }
 }

@@ -35,7 +35,7 @@ pub fn resymbolize(capture: &mut Capture, dirs: &[PathBuf]) -> Outcome {
         .collect();
     for m in modules {
         let Some(module) = found.module(&m.build_id, Path::new(&m.path)) else {
-            let base = crate::names::short_module(&m.path);
+            let base = crate::capture::short_module(&m.path);
             if let Some(c) = found.named(&base) {
                 outcome.mismatches.push(format!(
                     "{}: build-id {} does not match the recorded {} for {}; keeping the embedded names",

@@ -15,9 +15,8 @@ use hotspot_format::{Sample, StackId, ThreadState};
 
 use crate::capture::{Capture, SampleSink};
 use crate::clock::Clock;
-use crate::export::error::ExportError;
-use crate::export::time::TimeSpec;
 use crate::metric::{Class, Metric};
+use crate::time::{TimeError, TimeSpec};
 
 /// One sample of [`Tally::order`]: (time, tid, stack, class, periods).
 pub type Ordered = (u64, u32, StackId, Class, u64);
@@ -57,7 +56,7 @@ pub struct Tally {
     /// The clock the session header gives, known once its block is read.
     session_clock: Option<Clock>,
     placed: bool,
-    error: Option<ExportError>,
+    error: Option<TimeError>,
 }
 
 impl Tally {
@@ -103,7 +102,7 @@ impl Tally {
 
     /// Places the window if no sample did (a capture without samples), and hands back
     /// the first error met: a window that cannot be placed or is empty by construction.
-    pub fn finish(&mut self, capture: &Capture) -> Result<(), ExportError> {
+    pub fn finish(&mut self, capture: &Capture) -> Result<(), TimeError> {
         if !self.placed {
             self.defined(capture);
             self.place(None);
@@ -115,7 +114,7 @@ impl Tally {
     }
 
     /// The first error met so far (the read stops at it).
-    pub fn take_error(&mut self) -> Option<ExportError> {
+    pub fn take_error(&mut self) -> Option<TimeError> {
         self.error.take()
     }
 
@@ -153,7 +152,7 @@ impl Tally {
                 Some(s) => format!("{s} ({:.3} s)", clock.offset_s(ns)),
                 None => String::new(),
             };
-            self.error.get_or_insert(ExportError::EmptyRange(format!(
+            self.error.get_or_insert(TimeError::EmptyRange(format!(
                 "--from {} is not before --to {}",
                 at(from, f),
                 at(to, t),

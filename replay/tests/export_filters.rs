@@ -5,7 +5,8 @@
 mod export_common;
 
 use export_common::scan;
-use hotspot_replay::export::{ExportError, Scan, ScanOptions, Selection, Slice, TimeSpec};
+use hotspot_replay::export::{ExportError, Scan, ScanOptions, Selection, Slice};
+use hotspot_replay::time::{TimeError, TimeSpec};
 
 const CAPTURE: &str = "phased-report.hsp";
 /// Phase starts and the end, seconds after the session start.
@@ -90,7 +91,7 @@ fn wall_clock_times_select_the_same_samples() {
         ..Selection::default()
     };
     // Through the text forms a user types: RFC 3339 and a time of day.
-    let text = |x: f64| hotspot_replay::export::time::rfc3339(wall0 + (x * 1e9) as i128);
+    let text = |x: f64| hotspot_replay::time::rfc3339(wall0 + (x * 1e9) as i128);
     let parsed = Selection {
         from: Some(text(from).parse().expect("rfc3339")),
         to: Some(text(to)[11..23].parse().expect("time of day")),
@@ -139,13 +140,13 @@ fn thread_pid_and_kernel_filters() {
         slice.total, everything,
         "kernel samples count for their user caller"
     );
-    assert!(slice.flat().iter().all(|r| !r.key.kernel));
+    assert!(slice.flat().iter().all(|r| !r.key.kind.is_kernel()));
     assert!(
         Slice::new(&all, &Selection::default())
             .expect("s")
             .flat()
             .iter()
-            .any(|r| r.key.kernel)
+            .any(|r| r.key.kind.is_kernel())
     );
 }
 
@@ -194,7 +195,7 @@ fn unknown_threads_and_empty_ranges_are_errors() {
         )
     };
     match open(100.0, None) {
-        Err(ExportError::EmptyRange(m)) => {
+        Err(ExportError::Time(TimeError::EmptyRange(m))) => {
             assert!(
                 m.contains("no samples after 100.000 s") && m.contains("run from"),
                 "{m}"
@@ -203,11 +204,13 @@ fn unknown_threads_and_empty_ranges_are_errors() {
         other => panic!("expected an empty range, got {other:?}"),
     }
     match open(3.0, Some(2.0)) {
-        Err(ExportError::EmptyRange(m)) => assert!(m.contains("is not before"), "{m}"),
+        Err(ExportError::Time(TimeError::EmptyRange(m))) => {
+            assert!(m.contains("is not before"), "{m}")
+        }
         other => panic!("expected an empty range, got {other:?}"),
     }
     for e in [
-        ExportError::EmptyRange("x".into()),
+        ExportError::Time(TimeError::EmptyRange("x".into())),
         ExportError::UnknownThread("y".into()),
     ] {
         assert_eq!(e.to_string().lines().count(), 1);

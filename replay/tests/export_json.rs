@@ -7,7 +7,8 @@ mod export_common;
 use export_common::{
     ajv_validate, diff_out, documented_schema, golden, out, scan, tmp, with_slice,
 };
-use hotspot_replay::export::{DiffFormat, ExportOptions, Format, Selection, Slice, TimeSpec};
+use hotspot_replay::export::{DiffFormat, ExportOptions, Format, Selection, Slice};
+use hotspot_replay::time::TimeSpec;
 use serde_json::Value;
 
 fn report(name: &str, selection: &Selection, top: Option<usize>) -> String {

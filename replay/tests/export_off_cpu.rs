@@ -10,20 +10,12 @@ mod off_cpu_common;
 use std::collections::BTreeMap;
 
 use hotspot_format::ThreadState;
-use hotspot_replay::export::{DiffFormat, ExportError, Format, Scan, Selection, Slice, TimeSpec};
+use hotspot_replay::export::{DiffFormat, ExportError, Format, Scan, Selection, Slice};
 use hotspot_replay::metric::{self, Metric, state_frame};
+use hotspot_replay::time::TimeSpec;
 use hotspot_testkit::synthetic::off_cpu::{self, Config};
 use off_cpu_common::*;
 use serde_json::Value;
-
-const FORMATS: [Format; 6] = [
-    Format::Text,
-    Format::Json,
-    Format::Folded,
-    Format::Svg,
-    Format::Pprof,
-    Format::Speedscope,
-];
 
 #[test]
 fn cpu_outputs_ignore_the_off_cpu_records_exactly() {
@@ -43,7 +35,7 @@ fn cpu_outputs_ignore_the_off_cpu_records_exactly() {
         },
     ];
     for sel in &selections {
-        for f in FORMATS {
+        for f in Format::ALL {
             let with = render(&b.bytes, sel, f);
             let without = render(&b.cpu_only, sel, f);
             assert!(

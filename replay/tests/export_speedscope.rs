@@ -5,7 +5,8 @@
 mod export_common;
 
 use export_common::{ajv_validate, npm_modules, out, tmp, with_slice};
-use hotspot_replay::export::{Format, Selection, TimeSpec};
+use hotspot_replay::export::{Format, Selection};
+use hotspot_replay::time::TimeSpec;
 use serde_json::Value;
 
 fn check(name: &str, sel: &Selection, keep_order: bool) {

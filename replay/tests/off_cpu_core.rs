@@ -7,6 +7,7 @@ use hotspot_format::{
     Stack, Symbol, ThreadState, ThreadTimes, Writer,
 };
 use hotspot_replay::Capture;
+use hotspot_replay::kind::FrameKind;
 use hotspot_replay::metric::{self, Class, Metric};
 use hotspot_replay::model::Profile;
 use hotspot_replay::tally::Tally;
@@ -121,7 +122,8 @@ fn a_capture_in_memory_keeps_off_cpu_samples_and_thread_times() {
     let c = Capture::from_bytes(&capture()).expect("capture");
     assert_eq!(c.version, (1, 3));
     assert_eq!(c.off_cpu, Some(OffCpu { period_ns: PERIOD }));
-    assert_eq!(c.period_ns(), PERIOD);
+    assert_eq!(c.period_ns(Metric::OffCpu), PERIOD);
+    assert_eq!(c.period_ns(Metric::Wall), PERIOD);
     assert_eq!(c.samples.len(), 100, "CPU samples only");
     assert_eq!(c.off_cpu_samples.len(), 6);
     assert_eq!(c.off_cpu_samples[5].periods, 4);
@@ -204,7 +206,7 @@ fn an_off_cpu_stack_ends_in_its_state_frame() {
     p.path(s, &mut frames);
     let leaf = p.frame_name(*frames.last().expect("leaf"));
     assert_eq!(&*leaf.module, metric::OFF_CPU_MODULE);
-    assert!(!leaf.kernel);
+    assert_eq!(leaf.kind, FrameKind::OffCpu(ThreadState::Uninterruptible));
     assert_eq!(
         metric::state_of_frame(&leaf.module, &leaf.function),
         Some(ThreadState::Uninterruptible)

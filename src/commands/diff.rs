@@ -1,17 +1,13 @@
 //! `hotspot diff`: two captures under the same filters, compared function by function.
 
 use anyhow::Context;
-use hotspot_replay::export::{DiffFormat, ExportOptions, Slice};
+use hotspot_replay::export::{ExportOptions, Slice};
 
 use crate::cli;
 use crate::output;
 
 pub fn run(args: cli::DiffArgs) -> anyhow::Result<()> {
-    let format = match args.format {
-        cli::DiffFormat::Text => DiffFormat::Text,
-        cli::DiffFormat::Json => DiffFormat::Json,
-        cli::DiffFormat::Folded => DiffFormat::Folded,
-    };
+    let format = args.format;
     let selection = args.filter.selection();
     let base_scan = super::scan(&args.base, selection.scan_options(false))?;
     let new_scan = super::scan(&args.new, selection.scan_options(false))?;

@@ -3,14 +3,16 @@
 
 pub mod diff;
 pub mod info;
+mod progress;
 pub mod report;
 
 use std::path::Path;
 
-use hotspot_replay::export::progress::Progress;
 use hotspot_replay::export::{Scan, ScanOptions};
 
-use crate::open;
+use progress::Progress;
+
+use crate::symbols;
 
 /// Reads a capture for `info`, `report` and `diff`: streaming, with a progress bar on a
 /// terminal, and `--symbols` applied to its definitions.
@@ -20,6 +22,6 @@ fn scan(path: &Path, options: ScanOptions) -> anyhow::Result<Scan> {
         progress.update(done, total);
     })?;
     progress.finish();
-    open::resymbolize(&mut scan.capture);
+    symbols::resymbolize(&mut scan.capture);
     Ok(scan)
 }

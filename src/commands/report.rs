@@ -1,19 +1,12 @@
 //! `hotspot report`: one capture, filtered, in one of the export formats.
 
-use hotspot_replay::export::{ExportOptions, Format, Slice};
+use hotspot_replay::export::{ExportOptions, Slice};
 
-use crate::cli::{self, ReportFormat};
+use crate::cli;
 use crate::output;
 
 pub fn run(args: cli::ReportArgs) -> anyhow::Result<()> {
-    let format = match args.format {
-        ReportFormat::Text => Format::Text,
-        ReportFormat::Json => Format::Json,
-        ReportFormat::Folded => Format::Folded,
-        ReportFormat::Svg => Format::Svg,
-        ReportFormat::Pprof => Format::Pprof,
-        ReportFormat::Speedscope => Format::Speedscope,
-    };
+    let format = args.format;
     if args.top.is_some() && !format.is_ranked() {
         anyhow::bail!(
             "--top ranks functions in the text and json reports; the other formats keep every \

@@ -4,6 +4,8 @@
 
 use super::*;
 
+use hotspot_replay::export::{DiffFormat, Format};
+
 /// CPU time a command may take. CPU rather than wall time: on a loaded machine (CI, or
 /// these tests' own parallel runs) a process can wait for a CPU far longer than it runs.
 pub(crate) const CPU_LIMIT: Duration = Duration::from_secs(5);
@@ -154,26 +156,47 @@ pub(crate) enum Out {
     File,
 }
 
-pub(crate) const COMMANDS: &[(&str, &[&str], Out)] = &[
-    ("info", &["info"], Out::Text),
-    ("info --json", &["info", "--json"], Out::Json),
-    ("report", &["report"], Out::Text),
-    ("report json", &["report", "--format", "json"], Out::Json),
-    (
-        "report folded",
-        &["report", "--format", "folded"],
-        Out::Text,
-    ),
-    ("report svg", &["report", "--format", "svg"], Out::Text),
-    (
-        "report speedscope",
-        &["report", "--format", "speedscope"],
-        Out::Json,
-    ),
-    ("report pprof", &["report", "--format", "pprof"], Out::File),
-    ("diff", &["diff"], Out::Text),
-    ("diff json", &["diff", "--format", "json"], Out::Json),
-];
+/// One command: its label, its arguments after the file, its output kind.
+pub(crate) type Cmd = (&'static str, &'static [&'static str], Out);
+
+/// The commands every case goes through: `info` both ways, `report` in each of replay's
+/// formats and `diff` in each of its, read from the one list of them
+/// (`hotspot_replay::export::format`), so a new format meets every hostile case; the
+/// matches below make it say what its output is.
+pub(crate) fn commands() -> &'static [Cmd] {
+    static ALL: OnceLock<Vec<Cmd>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all: Vec<Cmd> = vec![
+            ("info", &["info"], Out::Text),
+            ("info --json", &["info", "--json"], Out::Json),
+        ];
+        for f in Format::ALL {
+            let out = match f {
+                Format::Text | Format::Folded | Format::Svg => Out::Text,
+                Format::Json | Format::Speedscope => Out::Json,
+                Format::Pprof => Out::File,
+            };
+            all.push(with_format("report", f.name(), f == Format::Text, out));
+        }
+        for f in DiffFormat::ALL {
+            let out = match f {
+                DiffFormat::Text | DiffFormat::Folded => Out::Text,
+                DiffFormat::Json => Out::Json,
+            };
+            all.push(with_format("diff", f.name(), f == DiffFormat::Text, out));
+        }
+        all
+    })
+}
+
+/// `cmd --format name`, labelled `cmd name`; the default format is `cmd` alone.
+fn with_format(cmd: &'static str, name: &'static str, default: bool, out: Out) -> Cmd {
+    if default {
+        return (cmd, Box::leak(Box::new([cmd])), out);
+    }
+    let label: &'static str = Box::leak(format!("{cmd} {name}").into_boxed_str());
+    (label, Box::leak(Box::new([cmd, "--format", name])), out)
+}
 
 /// Where the cases are written, once per test process.
 pub(crate) fn dir() -> &'static Path {

@@ -30,7 +30,7 @@ macro_rules! hostile_cases {
         $(
             #[test]
             fn $name() {
-                check_case(by_name(stringify!($name)), COMMANDS);
+                check_case(by_name(stringify!($name)), commands());
             }
         )*
 
@@ -94,22 +94,75 @@ hostile_cases!(
 );
 
 /// Files that are not captures, given by path rather than written: a directory,
-/// `/dev/null` and `/dev/zero` (which has no end), a missing file.
+/// `/dev/null` and `/dev/zero` (which has no end), a FIFO no one writes to (opening it to
+/// read used to wait for a writer forever), a missing file.
 #[test]
 fn paths_that_are_not_capture_files() {
     let d = dir().join("a-directory.hsp");
     std::fs::create_dir_all(&d).expect("dir");
     let missing = dir().join("missing.hsp");
+    let fifo = mkfifo("no-writer.fifo");
     for (path, text) in [
         (d.as_path(), "directory"),
         (Path::new("/dev/null"), "not a regular file"),
         (Path::new("/dev/zero"), "not a regular file"),
+        (fifo.as_path(), "not a regular file"),
         (missing.as_path(), "No such file"),
     ] {
-        for &cmd in COMMANDS {
+        for &cmd in commands() {
             check("not-a-file", &Expect::Error(text), path, cmd);
         }
     }
+}
+
+/// A FIFO given as the output is written to: the check that `-o` never overwrites a capture
+/// used to open it to read, which waits for a writer that never comes.
+#[test]
+fn a_fifo_as_the_output_is_written_to() {
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/captures/offcpu.hsp");
+    let args = |out: Option<&Path>| -> Vec<OsString> {
+        let mut a: Vec<OsString> = vec!["report".into(), capture.clone().into()];
+        a.extend(["--format".into(), "folded".into()]);
+        if let Some(out) = out {
+            a.extend(["-o".into(), out.into()]);
+        }
+        a
+    };
+    let want = run(&args(None));
+    assert!(want.status.success(), "report to stdout: {}", want.stderr);
+    assert!(!want.stdout.is_empty(), "report to stdout wrote nothing");
+    let fifo = mkfifo("output.fifo");
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).expect("reading the FIFO"))
+    };
+    let r = run(&args(Some(&fifo)));
+    assert!(
+        r.status.success(),
+        "report -o FIFO: {:?}: {}",
+        r.status,
+        r.stderr
+    );
+    assert_eq!(
+        reader.join().expect("reader"),
+        want.stdout,
+        "what the FIFO carried"
+    );
+}
+
+/// A FIFO in the test's directory.
+fn mkfifo(name: &str) -> PathBuf {
+    let path = dir().join(name);
+    let _ = std::fs::remove_file(&path);
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("no NUL in the path");
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+        0,
+        "mkfifo {}",
+        path.display()
+    );
+    path
 }
 
 /// Deep stacks of long names: folded text repeats each name on every stack it is on, the
@@ -261,7 +314,7 @@ fn truncation_at_many_offsets() {
     cuts.extend([total - 1, total]);
     cuts.sort_unstable();
     cuts.dedup();
-    let commands: Vec<_> = COMMANDS
+    let commands: Vec<_> = commands()
         .iter()
         .copied()
         .filter(|c| matches!(c.0, "info --json" | "report" | "report json" | "diff"))
@@ -295,7 +348,7 @@ fn random_byte_flips() {
     let (bytes, ends) = hostile::written(4, 300);
     let written = ends.last().map_or(0, |e| e.1);
     let mut rng = hostile::Rng(0x5eed);
-    let commands: Vec<_> = COMMANDS
+    let commands: Vec<_> = commands()
         .iter()
         .copied()
         .filter(|c| matches!(c.0, "info --json" | "report json" | "report folded"))
@@ -322,7 +375,7 @@ fn random_byte_flips() {
 fn random_flips_behind_the_checksums() {
     let prog = hostile::program(4);
     let mut rng = hostile::Rng(0xf11b);
-    let commands: Vec<_> = COMMANDS
+    let commands: Vec<_> = commands()
         .iter()
         .copied()
         .filter(|c| matches!(c.0, "info --json" | "report json" | "report"))
@@ -364,10 +417,10 @@ fn hostile_file_names_are_escaped() {
         b"plain text".to_vec(),
         Expect::Error("not a hotspot capture"),
     );
-    check_case(&not_capture, COMMANDS);
+    check_case(&not_capture, commands());
     let (bytes, ends) = hostile::written(2, 50);
     let capture = Case::new(format!("capture-{name}"), bytes, Expect::Samples(ends[1].1));
-    check_case(&capture, COMMANDS);
+    check_case(&capture, commands());
     // The name shows, escaped.
     let path = write_case(&capture);
     let r = run(&["info".into(), path.clone().into()]);

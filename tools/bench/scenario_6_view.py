@@ -1,6 +1,7 @@
 """Scenario 6 (issue 7): `hotspot view`, its time to first frame in a pseudo-terminal and
 its peak memory, and the terminal views' re-fold after a time-selection change (the model
-benchmark replay/benches/refold.rs). With --baseline, the baseline build's view runs
+benchmark, tui/benches/refold.rs, or replay/benches/refold.rs in a tree from before the
+views had their own crate). With --baseline, the baseline build's view runs
 interleaved with this one's in the same rounds, and so does the refold bench of the source
 tree it was built in (TREE/target/release/hotspot)."""
 
@@ -11,7 +12,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from build import baseline_tree
+from build import baseline_tree, refold_bench
 from harness import HOTSPOT, REPO, log, median, out_of, rotate
 from measure import measure
 from profilers import BASELINE, hotspot_info
@@ -22,7 +23,7 @@ from terminal import first_frame_in_pty
 def run(cfg, work: Path, big_capture: str | None) -> dict:
     """Time to first frame of `hotspot view`, and re-fold after a time-selection change:
     measured by what the TUI provides (a benchmark flag of `hotspot view` if there is one,
-    else the model benchmark replay/benches/refold.rs). Missing pieces are reported, not
+    else the model benchmark, `refold_bench`). Missing pieces are reported, not
     faked."""
     res = {"ttff": None, "bench": None, "read": None, "notes": [], "commands": {}}
     base = cfg.get("baseline")
@@ -106,33 +107,39 @@ def run(cfg, work: Path, big_capture: str | None) -> dict:
                 walls.append(run.wall * 1000)
         res["read"] = walls or None
 
-    bench = REPO / "replay" / "benches" / "refold.rs"
-    src = bench.read_text(errors="replace") if bench.exists() else ""
+    found = refold_bench(REPO)
+    src = found[0].read_text(errors="replace") if found else ""
     if not src or "first frame" not in src:
-        res["notes"].append("replay/benches/refold.rs is "
+        res["notes"].append("the refold bench (tui/benches/refold.rs) is "
                             + ("missing" if not src else "not a benchmark yet (placeholder)"))
         return res
-    argv = ["cargo", "bench", "--locked", "-q", "-p", "hotspot-replay", "--bench", "refold",
-            "--", str(cfg["s5_samples"])]
-    res["commands"]["refold bench"] = argv
+
+    def bench_argv(tree: Path) -> list[str]:
+        return ["cargo", "bench", "--locked", "-q", "-p", refold_bench(tree)[1],
+                "--bench", "refold", "--", str(cfg["s5_samples"])]
+
+    argvs = {"hotspot": bench_argv(REPO)}
+    res["commands"]["refold bench"] = argvs["hotspot"]
+    res["refold_package"] = found[1]
     trees = {"hotspot": REPO}
     if base:
         tree = baseline_tree(base)
         if tree:
             trees[BASELINE] = tree
+            argvs[BASELINE] = bench_argv(tree)
             res["baseline_tree"] = str(tree)
-            res["commands"]["baseline refold bench (in the baseline's tree)"] = argv
+            res["commands"]["baseline refold bench (in the baseline's tree)"] = argvs[BASELINE]
         else:
             res["notes"].append(f"the refold bench has no baseline: {base} is not "
                                 f"TREE/target/release/hotspot of a source tree with "
-                                f"replay/benches/refold.rs")
+                                f"tui/benches/refold.rs or replay/benches/refold.rs")
     runs = {k: [] for k in trees}
     for i in range(cfg["rounds_s6_bench"]):
         for k in rotate(list(trees), i):
             if k not in trees:
                 continue
             log(f"s6: refold bench, round {i + 1}" + (f" ({k})" if base else ""))
-            r = subprocess.run(argv, cwd=trees[k], text=True, capture_output=True)
+            r = subprocess.run(argvs[k], cwd=trees[k], text=True, capture_output=True)
             got = parse_refold(r.stdout)
             if r.returncode != 0 or got["first"] is None or not got["views"]:
                 res["notes"].append(f"the {'baseline ' if k == BASELINE else ''}refold bench "
@@ -280,7 +287,8 @@ def details(w, s6, cfg, work: Path) -> None:
     elif s6["ttff"]:
         w(f"Time to first frame, as `hotspot view` reports it: {s6['ttff']['raw']!r}.\n")
     if s6["bench"]:
-        w(f"Re-fold: `cargo bench -p hotspot-replay --bench refold -- {cfg['s5_samples']}` "
+        w(f"Re-fold: `cargo bench -p {s6.get('refold_package', 'hotspot-tui')} --bench refold "
+          f"-- {cfg['s5_samples']}` "
           f"(the TUI's own benchmark): it builds a synthetic capture in memory "
           f"(300 functions, 3,000 stacks, 8 threads, 100 s with phases) and times the "
           f"terminal views' model: the first frame (index + fold + timeline + draw into a "

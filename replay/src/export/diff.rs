@@ -10,8 +10,8 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::slice::Slice;
-use super::{DEFAULT_TOP, ExportError, ExportOptions, folded, pct, split};
-use crate::metric::Metric;
+use super::{DEFAULT_TOP, ExportError, ExportOptions, folded, pct};
+use crate::metric::{self, Metric};
 use crate::names::FunctionKey;
 use crate::sanitize::display;
 
@@ -129,10 +129,10 @@ fn table(d: &Diff, top: usize) -> String {
             d.metric.label(),
             d.base_file,
             d.base_samples,
-            split::secs(d.base_samples, d.base_period_ns),
+            metric::secs(d.base_samples, d.base_period_ns),
             d.new_file,
             d.new_samples,
-            split::secs(d.new_samples, d.new_period_ns),
+            metric::secs(d.new_samples, d.new_period_ns),
         );
         let _ = writeln!(
             o,
@@ -238,7 +238,7 @@ fn document(d: &Diff, top: Option<usize>) -> String {
         .map(|c| Row {
             name: display(&c.key.function),
             module: display(&c.key.module),
-            kernel: c.key.kernel,
+            kernel: c.key.kind.is_kernel(),
             base_self: c.base_self,
             new_self: c.new_self,
             base_total: c.base_total,
@@ -256,7 +256,7 @@ fn document(d: &Diff, top: Option<usize>) -> String {
         file: file.to_string(),
         samples,
         period_ns: timed.then_some(period),
-        samples_ns: timed.then(|| split::ns(samples, period)),
+        samples_ns: timed.then(|| metric::ns(samples, period)),
     };
     let doc = Document {
         schema: "hotspot-diff",

@@ -2,6 +2,7 @@
 //! one, what to do instead. The cause of a failed render is its `source()`.
 
 use crate::error::ReplayError;
+use crate::time::TimeError;
 
 impl ExportError {
     /// The I/O error behind a failed write, if that is what this is.
@@ -18,24 +19,15 @@ pub enum ExportError {
     /// The capture could not be opened or is not one this version reads.
     #[error(transparent)]
     Replay(#[from] ReplayError),
-    /// A `--from`/`--to` value that is neither seconds nor a time.
-    #[error("invalid time '{text}': {why}")]
-    BadTime { text: String, why: &'static str },
-    /// The time range selects nothing.
-    #[error("empty time range: {0}")]
-    EmptyRange(String),
+    /// A `--from`/`--to` that cannot be placed, or a window that holds nothing.
+    #[error(transparent)]
+    Time(#[from] TimeError),
     /// `--thread`/`--tid` names a thread the capture does not have.
     #[error("unknown thread {0}")]
     UnknownThread(String),
     /// `--pid` names a process the capture does not have.
     #[error("unknown process {0}")]
     UnknownProcess(String),
-    /// A wall-clock time was given but the capture lost its session header.
-    #[error(
-        "the capture has no session header, so the wall-clock time '{0}' cannot be placed: \
-         give seconds from the start instead"
-    )]
-    NoClock(String),
     /// A flame graph of nothing: the capture, or what the filters keep, has no samples.
     #[error(
         "{0}: no samples to draw a flame graph of (`hotspot info` shows what the capture \

@@ -41,7 +41,7 @@ pub(crate) fn lines(slice: &Slice, max_name: usize) -> Vec<Line> {
 }
 
 /// A name as folded text shows it: sanitised, `;` (the separator) replaced, capped.
-fn shown_name(name: &str, max: usize) -> Arc<str> {
+pub(crate) fn shown_name(name: &str, max: usize) -> Arc<str> {
     let mut s = display(name).replace(';', ":");
     if s.len() > max {
         let cut = s.floor_char_boundary(max);

@@ -15,7 +15,7 @@ use super::slice::Slice;
 use super::split::{self, Split, SplitJson};
 use super::summary::{CaptureInfo, Session, capture_info_of, session_of};
 use super::{ExportError, ExportOptions, pct};
-use crate::metric::Metric;
+use crate::metric::{self, Metric};
 use crate::model::Profile;
 use crate::model::aggregate::FlatRow;
 use crate::model::aggregate::Tree as CallTree;
@@ -83,7 +83,7 @@ struct Timed {
 impl Timed {
     fn of(s: &Split, period_ns: u64) -> Timed {
         Timed {
-            samples_ns: split::ns(s.wall(), period_ns),
+            samples_ns: metric::ns(s.wall(), period_ns),
             split: s.json(),
             split_ns: s.json_ns(period_ns),
         }
@@ -151,10 +151,10 @@ fn secs(ns_offset: f64) -> f64 {
 /// `functions`; the tree always holds every node.
 pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Result<(), ExportError> {
     let top = options.top;
-    let scan = slice.scan;
+    let (capture, extent) = (slice.capture, &slice.extent);
     let total = slice.total;
     let rows = slice.flat();
-    let clock = scan.clock;
+    let clock = extent.clock;
     let offset = |ns: Option<u64>| ns.zip(clock).map(|(ns, c)| secs(c.offset_s(ns)));
     // Under `cpu` the document is what it always was.
     let period = (slice.metric() != Metric::Cpu).then(|| slice.period_ns());
@@ -168,7 +168,7 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
         .thread_samples
         .iter()
         .map(|(&tid, &n)| {
-            let info = scan.capture.threads.get(&tid);
+            let info = capture.threads.get(&tid);
             Thread {
                 tid,
                 pid: info.map(|t| t.pid),
@@ -188,11 +188,11 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
         version: VERSION,
         metric: period.map(|_| slice.metric().name()),
         period_ns: period,
-        capture: capture_info_of(&scan.capture),
-        session: session_of(&scan.capture),
+        capture: capture_info_of(capture),
+        session: session_of(capture),
         selection: SelectionInfo {
-            from_s: offset(scan.from_ns),
-            to_s: offset(scan.to_ns),
+            from_s: offset(extent.from_ns),
+            to_s: offset(extent.to_ns),
             tids: slice.filter.tids.as_ref().map(|t| {
                 let mut v: Vec<u32> = t.iter().copied().collect();
                 v.sort_unstable();
@@ -209,8 +209,8 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
         },
         totals: Totals {
             samples: total,
-            capture_samples: scan.samples,
-            lost: scan.capture.lost,
+            capture_samples: extent.capture_total,
+            lost: capture.lost,
             unknown_stack_samples: slice.unknown_stacks,
             duration_s: secs(slice.duration_s()),
             functions: rows.len(),
@@ -245,15 +245,18 @@ impl Serialize for Functions<'_> {
                 rank: i + 1,
                 name: display(&r.key.function),
                 module: display(&r.key.module),
-                kernel: r.key.kernel,
+                kernel: r.key.kind.is_kernel(),
                 self_samples: r.self_samples,
                 total: r.total_samples,
                 self_pct: pct(r.self_samples, total),
                 total_pct: pct(r.total_samples, total),
                 file: r.hottest.as_ref().map(|(f, _)| display(f)),
                 line: r.hottest.as_ref().map(|(_, l)| *l),
-                self_ns: self.timed.as_ref().map(|t| split::ns(r.self_samples, t.0)),
-                total_ns: self.timed.as_ref().map(|t| split::ns(r.total_samples, t.0)),
+                self_ns: self.timed.as_ref().map(|t| metric::ns(r.self_samples, t.0)),
+                total_ns: self
+                    .timed
+                    .as_ref()
+                    .map(|t| metric::ns(r.total_samples, t.0)),
                 total_split: self
                     .timed
                     .as_ref()
@@ -294,13 +297,13 @@ impl Serialize for Tree<'_> {
                 depth,
                 name: name.as_deref(),
                 module: module.as_deref(),
-                kernel: key.is_some_and(|k| k.kernel),
+                kernel: key.is_some_and(|k| k.kind.is_kernel()),
                 self_samples: node.self_samples,
                 total: node.total,
                 file: file.as_deref(),
                 line: hottest.map(|(_, l)| *l),
-                self_ns: period.map(|p| split::ns(node.self_samples, p)),
-                total_ns: period.map(|p| split::ns(node.total, p)),
+                self_ns: period.map(|p| metric::ns(node.self_samples, p)),
+                total_ns: period.map(|p| metric::ns(node.total, p)),
             })?;
             for &child in node.children.iter().rev() {
                 todo.push((child, Some(id), depth + 1));

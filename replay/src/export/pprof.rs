@@ -24,7 +24,7 @@ use hotspot_format::{FrameAddr, FrameId, ModuleId, ModuleKind, ThreadState};
 use super::ExportOptions;
 use super::error::ExportError;
 use super::slice::{LOST_STACK, NO_FRAMES, Slice};
-use super::split;
+
 use crate::metric::{self, Class, Metric};
 use crate::names::FunctionKey;
 use crate::names::{self, FrameName};
@@ -205,7 +205,7 @@ impl Builder {
             return id;
         }
         let id = self.profile.mapping.len() as u64 + 1;
-        let m = slice.scan.capture.modules.get(&module);
+        let m = slice.capture.modules.get(&module);
         let filename = self.string(&display(m.map_or("[unknown]", |m| m.path.as_str())));
         let build_id: String = m
             .map(|m| m.build_id.iter().map(|b| format!("{b:02x}")).collect())
@@ -229,10 +229,10 @@ impl Builder {
         if let Some(&id) = self.locations.get(&frame) {
             return (id != 0).then_some(id);
         }
-        let capture = &slice.scan.capture;
+        let capture = slice.capture;
         let mut names = Vec::new();
         names::expand(capture, frame, &mut names);
-        if slice.filter.no_kernel && names.iter().any(|n| n.kernel) {
+        if slice.filter.no_kernel && names.iter().any(|n| n.kind.is_kernel()) {
             self.locations.insert(frame, 0);
             return None;
         }
@@ -280,24 +280,21 @@ impl Builder {
 
     /// A location for samples without a real frame ([`NO_FRAMES`], [`LOST_STACK`]).
     fn placeholder(&mut self, name: &'static str) -> u64 {
-        self.synthetic(name, "")
+        self.synthetic(name, FrameName::placeholder(name))
     }
 
-    /// The leaf location of an off-CPU sample: its state's frame
-    /// ([`metric::state_frame`]), in the module `[off-cpu]`, as in every other output.
+    /// The leaf location of an off-CPU sample: its state's frame ([`FrameName::off_cpu`]),
+    /// as in every other output.
     fn state(&mut self, state: ThreadState) -> u64 {
-        self.synthetic(metric::state_frame(state), metric::OFF_CPU_MODULE)
+        self.synthetic(metric::state_frame(state), FrameName::off_cpu(state))
     }
 
-    /// A location of one function that is no frame of the capture's.
-    fn synthetic(&mut self, name: &'static str, module: &str) -> u64 {
+    /// A location of one function (`frame`, known as `name`) that is no frame of the
+    /// capture's.
+    fn synthetic(&mut self, name: &'static str, frame: FrameName) -> u64 {
         if let Some(&id) = self.placeholders.get(name) {
             return id;
         }
-        let frame = FrameName {
-            module: module.into(),
-            ..super::slice::placeholder(name)
-        };
         let function_id = self.function(&frame);
         let id = self.profile.location.len() as u64 + 1;
         self.profile.location.push(Location {
@@ -316,8 +313,7 @@ impl Builder {
 
 /// The profile message for the selected samples.
 pub fn profile(slice: &Slice) -> Profile {
-    let scan = slice.scan;
-    let capture = &scan.capture;
+    let (capture, extent) = (slice.capture, &slice.extent);
     let period = slice.period_ns();
     let mut b = Builder::default();
     b.string("");
@@ -367,12 +363,12 @@ pub fn profile(slice: &Slice) -> Profile {
         None
     };
     b.profile.period = i64::try_from(period).unwrap_or(i64::MAX);
-    let start = scan
+    let start = extent
         .from_ns
-        .or(scan.window_span.map(|w| w.0))
-        .or(scan.clock.map(|c| c.start_mono_ns));
+        .or(extent.window_span.map(|w| w.0))
+        .or(extent.clock.map(|c| c.start_mono_ns));
     b.profile.time_nanos = start
-        .and_then(|s| scan.clock.and_then(|c| c.wall_ns(s)))
+        .and_then(|s| extent.clock.and_then(|c| c.wall_ns(s)))
         .map_or(0, |w| w.clamp(0, i128::from(i64::MAX)) as i64);
     b.profile.duration_nanos = (slice.duration_s() * 1e9).round() as i64;
     let comment = format!("hotspot capture {}", slice.file_name());
@@ -433,7 +429,7 @@ pub fn profile(slice: &Slice) -> Profile {
                 vec![n, n.saturating_mul(period as i64)]
             }
             Some(key) => {
-                let ns = i64::try_from(split::ns(n, period)).unwrap_or(i64::MAX);
+                let ns = i64::try_from(metric::ns(n, period)).unwrap_or(i64::MAX);
                 let (cpu_ns, off_ns) = match class {
                     Class::OnCpu => (ns, 0),
                     Class::OffCpu(state) => {
@@ -464,7 +460,7 @@ pub fn profile(slice: &Slice) -> Profile {
 /// preferring one not named as a shared library (`*.so*`: libc is in as many stacks as the
 /// program), so that a profile with user samples never opens on the kernel.
 fn main_modules(slice: &Slice) -> Vec<ModuleId> {
-    let capture = &slice.scan.capture;
+    let capture = slice.capture;
     let exes: BTreeSet<&str> = capture.processes.values().map(|p| p.exe.as_str()).collect();
     // Samples whose stack has a frame in the module.
     let mut samples: BTreeMap<ModuleId, u64> = BTreeMap::new();

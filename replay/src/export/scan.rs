@@ -13,11 +13,11 @@ use hotspot_format::codec::encode_record;
 use hotspot_format::{Block, Event, Reader};
 
 use super::error::ExportError;
-use super::time::TimeSpec;
 use crate::capture::Capture;
 use crate::error::ReplayError;
 use crate::metric::Metric;
 use crate::tally::Tally;
+use crate::time::{TimeError, TimeSpec};
 
 /// What to keep while reading.
 #[derive(Debug, Clone, Copy, Default)]
@@ -93,10 +93,7 @@ impl Scan {
             path: path.to_path_buf(),
             source,
         };
-        let file = std::fs::File::open(path).map_err(io)?;
-        // Checked on the file opened, not the path: nothing can swap it in between.
-        let meta = file.metadata().map_err(io)?;
-        ReplayError::check_file(path, &meta)?;
+        let (file, _) = crate::file::open(path)?;
         // A finished capture is mapped, not read into memory, and the pages already
         // decoded are handed back as the scan moves on: memory then follows what the
         // capture defines, not how many samples it holds.
@@ -171,7 +168,7 @@ impl Scan {
         }
         scan.counts.finish(&scan.capture)?;
         if scan.counts.windowed() && scan.window_samples == 0 && scan.samples > 0 {
-            return Err(ExportError::EmptyRange(scan.counts.empty_range_message()));
+            return Err(TimeError::EmptyRange(scan.counts.empty_range_message()).into());
         }
         Ok(scan)
     }
@@ -201,7 +198,7 @@ impl Scan {
         }
         self.capture.ingest(Event::Block(block), &mut self.counts);
         match self.counts.take_error() {
-            Some(e) => Err(e),
+            Some(e) => Err(e.into()),
             None => Ok(()),
         }
     }

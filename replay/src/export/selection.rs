@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use super::scan::ScanOptions;
-use super::time::TimeSpec;
 use crate::metric::Metric;
+use crate::time::TimeSpec;
 
 /// Which samples a report covers. Threads given by `--tid` and `--thread` add up; `--pid`
 /// then keeps only those of the given processes.

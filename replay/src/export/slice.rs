@@ -1,7 +1,11 @@
-//! The part of a scanned capture that a [`Selection`] keeps, its stacks interned into the
-//! profile model ([`crate::model`]) with their selected weights: what every output format
-//! is written from, so they all agree.
+//! What every output format and the diff are written from: the profile model
+//! ([`crate::model`]) with a selection's weights in it, the capture's definitions, and what
+//! the outputs say about where the selection came from ([`Extent`]). So they all agree,
+//! and none of them depends on how the samples were read: a file scan supplies a slice
+//! ([`Slice::new`]), and so does anything else that has interned a capture's stacks and
+//! weighed a selection of them ([`Slice::from_model`]: the views' fold, a live tally).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Write;
 
@@ -10,11 +14,14 @@ use hotspot_format::StackId;
 use super::error::ExportError;
 use super::scan::Scan;
 use super::selection::Selection;
+use crate::capture::Capture;
+use crate::clock::Clock;
 use crate::metric::{Class, Metric};
 use crate::model::aggregate::{self, FlatRow, Selected, Tree};
 use crate::model::{Interned, Profile};
 use crate::names::FrameName;
 use crate::sanitize::display;
+use crate::tally::Ordered;
 
 /// Frame shown for samples whose stack has no frame left (for instance only kernel
 /// frames, with `--no-kernel`), so stack formats keep the report's total.
@@ -34,15 +41,59 @@ pub struct Filter {
     pub no_kernel: bool,
 }
 
-/// A selection applied to a scan.
+/// Periods per (tid, capture stack, class): a selection's weights as its source counted
+/// them.
+pub type Weights = BTreeMap<(u32, StackId, Class), u64>;
+
+/// Where a selection sits in its capture: what the outputs say besides the weights.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Extent {
+    /// The clock offsets are given on ([`crate::clock`]).
+    pub clock: Option<Clock>,
+    /// The time window, inclusive monotonic ns; `None` where the selection has no bound.
+    pub from_ns: Option<u64>,
+    pub to_ns: Option<u64>,
+    /// (first, last) time of the samples in the whole capture.
+    pub span: Option<(u64, u64)>,
+    /// (first, last) time of the samples inside the window, where the source knows it.
+    pub window_span: Option<(u64, u64)>,
+    /// The weight the metric counts in the whole capture (what a selection is a part of).
+    pub capture_total: u64,
+}
+
+impl Extent {
+    /// A scan's: its window as resolved on its clock, its spans and its total.
+    pub fn of(scan: &Scan) -> Extent {
+        Extent {
+            clock: scan.clock,
+            from_ns: scan.from_ns,
+            to_ns: scan.to_ns,
+            span: scan.span,
+            window_span: scan.window_span,
+            capture_total: scan.samples,
+        }
+    }
+}
+
+/// A selection over the profile model: its weights, where it sits, and the capture whose
+/// names, threads and frames the outputs print.
 #[derive(Debug)]
 pub struct Slice<'a> {
-    pub scan: &'a Scan,
+    /// The capture's definitions (its samples are not read: the weights stand for them).
+    pub capture: &'a Capture,
     pub selection: Selection,
     /// The selection resolved against the capture (thread names turned into tids).
     pub filter: Filter,
-    /// The selected stacks, interned.
-    pub profile: Profile,
+    pub extent: Extent,
+    /// The window's weights, every thread's: [`Slice::tally`] keeps the selected ones.
+    weights: Cow<'a, Weights>,
+    /// Each sample of the window in file order, when the source kept them (a scan with
+    /// [`ScanOptions::keep_order`](super::ScanOptions::keep_order)): speedscope's
+    /// timeline. Without them, one entry per thread and stack.
+    pub order: Option<&'a [Ordered]>,
+    /// The model the selected stacks are interned in: the slice's own (a scan), or its
+    /// source's (a view's fold, which interned them already).
+    pub profile: Cow<'a, Profile>,
     /// The selected weight per interned stack.
     pub selected: Selected,
     /// Weight selected, stacks lost to damage included.
@@ -59,7 +110,7 @@ impl<'a> Slice<'a> {
     pub fn new(scan: &'a Scan, selection: &Selection) -> Result<Slice<'a>, ExportError> {
         let capture = &scan.capture;
         if selection.metric != Metric::Cpu && capture.off_cpu.is_none() {
-            return Err(ExportError::NoOffCpu(file_name(scan)));
+            return Err(ExportError::NoOffCpu(file_name(capture)));
         }
         let known_tids: BTreeSet<u32> = capture
             .threads
@@ -120,18 +171,72 @@ impl<'a> Slice<'a> {
             pids: (!selection.pids.is_empty()).then(|| selection.pids.iter().copied().collect()),
             no_kernel: selection.no_kernel,
         };
-        let mut slice = Slice {
-            scan,
-            selection: selection.clone(),
+        Ok(Slice::assemble(
+            capture,
+            Cow::Owned(Profile::default()),
+            Cow::Borrowed(&scan.tally),
+            scan.order.as_deref(),
+            selection.clone(),
             filter,
-            profile: Profile::default(),
+            Extent::of(scan),
+        ))
+    }
+
+    /// A slice over a model its source built: `profile` holds the stacks of `weights`
+    /// as [`Profile::intern_class`] interns them (a stack it lacks counts as lost to
+    /// damage, as one the capture does not define), `weights` are the window's periods
+    /// of the selected threads, `selection` and `extent` what the outputs say of them.
+    /// The views' fold is one such source; what a slice of it writes is what a scan of the
+    /// same selection writes.
+    pub fn from_model(
+        capture: &'a Capture,
+        profile: &'a Profile,
+        weights: Weights,
+        selection: Selection,
+        extent: Extent,
+    ) -> Slice<'a> {
+        let filter = Filter {
+            from_ns: extent.from_ns,
+            to_ns: extent.to_ns,
+            tids: (!selection.tids.is_empty()).then(|| selection.tids.iter().copied().collect()),
+            pids: (!selection.pids.is_empty()).then(|| selection.pids.iter().copied().collect()),
+            no_kernel: selection.no_kernel,
+        };
+        Slice::assemble(
+            capture,
+            Cow::Borrowed(profile),
+            Cow::Owned(weights),
+            None,
+            selection,
+            filter,
+            extent,
+        )
+    }
+
+    fn assemble(
+        capture: &'a Capture,
+        profile: Cow<'a, Profile>,
+        weights: Cow<'a, Weights>,
+        order: Option<&'a [Ordered]>,
+        selection: Selection,
+        filter: Filter,
+        extent: Extent,
+    ) -> Slice<'a> {
+        let mut slice = Slice {
+            capture,
+            selection,
+            filter,
+            extent,
+            weights,
+            order,
+            profile,
             selected: Selected::default(),
             total: 0,
             unknown_stacks: 0,
             thread_samples: BTreeMap::new(),
         };
         slice.fold();
-        Ok(slice)
+        slice
     }
 
     /// Whether samples of `tid` are selected (the time window was applied while reading).
@@ -141,7 +246,6 @@ impl<'a> Slice<'a> {
         }
         match &self.filter.pids {
             Some(pids) => self
-                .scan
                 .capture
                 .threads
                 .get(&tid)
@@ -152,14 +256,14 @@ impl<'a> Slice<'a> {
 
     /// Selected periods per (tid, stack, class), in that order.
     pub fn tally(&self) -> impl Iterator<Item = (u32, StackId, Class, u64)> + '_ {
-        self.scan
-            .tally
+        self.weights
             .iter()
             .filter(|((tid, _, _), _)| self.keeps(*tid))
             .map(|(&(tid, stack, class), &n)| (tid, stack, class, n))
     }
 
-    /// Interns every selected stack and sums its weight, from the tallies.
+    /// Sums the selected weight per stack and thread; interns each stack into the slice's
+    /// own model, or finds it in its source's.
     fn fold(&mut self) {
         let mut per_stack: BTreeMap<(StackId, Class), u64> = BTreeMap::new();
         let mut threads: BTreeMap<u32, u64> = BTreeMap::new();
@@ -167,11 +271,16 @@ impl<'a> Slice<'a> {
             *per_stack.entry((stack, class)).or_default() += n;
             *threads.entry(tid).or_default() += n;
         }
-        let capture = &self.scan.capture;
+        let (capture, no_kernel) = (self.capture, self.filter.no_kernel);
         for ((id, class), n) in per_stack {
             self.total += n;
-            let no_kernel = self.filter.no_kernel;
-            match self.profile.stack_of_class(capture, id, class, no_kernel) {
+            let interned = match &mut self.profile {
+                Cow::Owned(p) => p.stack_of_class(capture, id, class, no_kernel),
+                Cow::Borrowed(p) => p
+                    .interned_class(id, class)
+                    .map(|v| v[usize::from(no_kernel)]),
+            };
+            match interned {
                 Some(s) => self.selected.add(s, n),
                 None => self.unknown_stacks += n,
             }
@@ -217,23 +326,20 @@ impl<'a> Slice<'a> {
             *out.entry(self.frame_names(Interned::Stack(s))).or_default() += n;
         }
         if self.selected.empty > 0 {
-            *out.entry(vec![placeholder(NO_FRAMES)]).or_default() += self.selected.empty;
+            *out.entry(vec![FrameName::placeholder(NO_FRAMES)])
+                .or_default() += self.selected.empty;
         }
         if self.unknown_stacks > 0 {
-            *out.entry(vec![placeholder(LOST_STACK)]).or_default() += self.unknown_stacks;
+            *out.entry(vec![FrameName::placeholder(LOST_STACK)])
+                .or_default() += self.unknown_stacks;
         }
         out
     }
 
-    /// The time one period stands for in ns: under `--metric cpu` 1e9 / frequency
-    /// rounded, as the outputs have always given it (so a CPU report is the same with or
-    /// without off-CPU data); under the others the period the capture's off-CPU record
-    /// states, which its off-CPU samples were cut by. 0 when unknown.
+    /// The time one period stands for in ns, by the capture's one rule under the slice's
+    /// metric ([`Capture::period_ns`](crate::Capture::period_ns)).
     pub fn period_ns(&self) -> u64 {
-        match (self.metric(), self.scan.capture.off_cpu) {
-            (Metric::OffCpu | Metric::Wall, Some(o)) => o.period_ns,
-            _ => period_ns(self.scan),
-        }
+        self.capture.period_ns(self.metric())
     }
 
     /// What the slice weighs (`--metric`).
@@ -243,12 +349,13 @@ impl<'a> Slice<'a> {
 
     /// The capture's file name, sanitised (what titles show).
     pub fn file_name(&self) -> String {
-        file_name(self.scan)
+        file_name(self.capture)
     }
 
     /// Seconds covered: the window if one was given, else the capture's sample span.
     pub fn duration_s(&self) -> f64 {
-        let span = match (self.scan.from_ns, self.scan.to_ns, self.scan.span) {
+        let e = &self.extent;
+        let span = match (e.from_ns, e.to_ns, e.span) {
             (None, None, s) => s,
             (f, t, Some((a, b))) => Some((f.unwrap_or(a).max(a), t.unwrap_or(b).min(b))),
             (_, _, None) => None,
@@ -258,32 +365,16 @@ impl<'a> Slice<'a> {
 
     /// "name (tid N)" for a thread, sanitised.
     pub fn thread_label(&self, tid: u32) -> String {
-        match self.scan.capture.threads.get(&tid) {
+        match self.capture.threads.get(&tid) {
             Some(t) if !t.name().is_empty() => format!("{} (tid {tid})", display(t.name())),
             _ => format!("tid {tid}"),
         }
     }
 }
 
-/// Sampling period in ns (1e9 / frequency), 0 when the frequency is unknown.
-pub fn period_ns(scan: &Scan) -> u64 {
-    super::summary::session_of(&scan.capture).map_or(0, |s| s.period_ns)
-}
-
 /// The capture's file name, sanitised.
-pub fn file_name(scan: &Scan) -> String {
-    super::summary::capture_info_of(&scan.capture).file
-}
-
-/// A frame that stands for samples without a real one.
-pub fn placeholder(name: &str) -> FrameName {
-    FrameName {
-        function: name.into(),
-        module: "".into(),
-        file: None,
-        line: 0,
-        kernel: false,
-    }
+pub fn file_name(capture: &Capture) -> String {
+    super::summary::capture_info_of(capture).file
 }
 
 /// The capture's threads, busiest first, for error messages.

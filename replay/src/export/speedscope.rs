@@ -18,7 +18,7 @@ use crate::metric::{Class, Metric};
 type Key = (StackId, Class);
 use serde::Serialize;
 
-use super::slice::{LOST_STACK, NO_FRAMES, Slice, placeholder};
+use super::slice::{LOST_STACK, NO_FRAMES, Slice};
 use super::{ExportError, ExportOptions};
 use crate::names::FrameName;
 use crate::names::FunctionKey;
@@ -118,7 +118,7 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
     // Each thread's samples in time order; without the order (not kept while reading),
     // one entry per distinct stack.
     let mut per_thread: BTreeMap<u32, Vec<(u64, Key, u64)>> = BTreeMap::new();
-    match &slice.scan.order {
+    match slice.order {
         Some(order) => {
             for &(time, tid, stack, class, n) in order {
                 if slice.keeps(tid) {
@@ -157,9 +157,9 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
             }
             stacks.entry(stack).or_insert_with(|| {
                 let names = match slice.names(stack.0, stack.1) {
-                    Some(n) if n.is_empty() => vec![placeholder(NO_FRAMES)],
+                    Some(n) if n.is_empty() => vec![FrameName::placeholder(NO_FRAMES)],
                     Some(n) => n,
-                    None => vec![placeholder(LOST_STACK)],
+                    None => vec![FrameName::placeholder(LOST_STACK)],
                 };
                 names.iter().map(|f| frames.get(f)).collect()
             });

@@ -1,6 +1,6 @@
 //! A weight split by the kind of time it is: on the CPU, or off it in state S, D or R.
-//! What the outputs give next to a total under `--metric off-cpu` and `wall`, and the
-//! one place periods become nanoseconds (saturating: a hostile period must not wrap).
+//! What the outputs give next to a total under `--metric off-cpu` and `wall` (in periods,
+//! and in ns by the capture's one rule, [`Capture::period_ns`](crate::Capture::period_ns)).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -8,7 +8,7 @@ use hotspot_format::{StackId, ThreadState};
 use serde::Serialize;
 
 use super::slice::Slice;
-use crate::metric::Class;
+use crate::metric::{Class, ns};
 use crate::names::FunctionKey;
 
 /// Periods by kind of time.
@@ -83,16 +83,6 @@ pub struct SplitJson {
     pub uninterruptible: u64,
     #[serde(rename = "R")]
     pub runnable: u64,
-}
-
-/// `periods` × `period_ns`, saturating.
-pub fn ns(periods: u64, period_ns: u64) -> u64 {
-    periods.saturating_mul(period_ns)
-}
-
-/// Seconds of `periods` (for text).
-pub fn secs(periods: u64, period_ns: u64) -> f64 {
-    periods as f64 * period_ns as f64 / 1e9
 }
 
 /// The selected periods split, all threads together.

@@ -4,9 +4,10 @@
 
 use serde::Serialize;
 
-use super::time::rfc3339;
 use crate::capture::Capture;
+use crate::metric::Metric;
 use crate::sanitize::display;
+use crate::time::rfc3339;
 
 #[derive(Serialize)]
 pub(crate) struct CaptureInfo {
@@ -56,11 +57,7 @@ pub(crate) fn session_of(c: &Capture) -> Option<Session> {
         arch: display(&s.arch),
         cpus: s.cpus,
         freq_hz: s.freq_hz,
-        period_ns: if s.freq_hz > 0 {
-            (1e9 / f64::from(s.freq_hz)).round() as u64
-        } else {
-            0
-        },
+        period_ns: c.period_ns(Metric::Cpu),
         command_line: s.command_line.iter().map(|a| display(a)).collect(),
         start_utc: rfc3339(i128::from(s.start_wall_ns)),
         start_wall_ns: s.start_wall_ns,

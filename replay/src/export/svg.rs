@@ -1,6 +1,7 @@
 //! `report --format svg`: a self-contained interactive flame graph (click to zoom, Ctrl-F
 //! to search), drawn by inferno from the folded stacks. Under `--metric off-cpu` and
-//! `wall` the title names the metric and the state frames have a colour per state.
+//! `wall` the title names the metric; a frame whose kind has a colour of its own
+//! ([`kind_color`]: the off-CPU states) takes it, the others inferno's by name.
 
 use std::io::Write;
 
@@ -12,6 +13,7 @@ use super::ExportOptions;
 use super::error::ExportError;
 use super::folded;
 use super::slice::Slice;
+use crate::kind::FrameKind;
 use crate::metric::{self, Metric};
 
 /// Longest name a frame of the graph carries, in bytes: a box is never wide enough to
@@ -66,23 +68,28 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
     }
     let mut options = flamegraph::Options::default();
     let metric = slice.metric();
+    // Named frames take their colour from the map, the others the usual way (a name
+    // looked up and not found is coloured as without a map).
     let mut palette = PaletteMap::default();
+    for key in slice.profile.keys() {
+        if let Some(color) = kind_color(key.kind) {
+            let name = folded::shown_name(&key.function, cut.unwrap_or(MAX_NAME));
+            palette.insert(&*name, color);
+        }
+    }
     let mut subtitle = if metric == Metric::Cpu {
         options.title = format!("hotspot: {}", slice.file_name());
         format!("{} samples over {:.3} s", slice.total, slice.duration_s())
     } else {
         options.title = format!("hotspot: {} ({} time)", slice.file_name(), metric.label());
         options.count_name = "periods".to_string();
-        for state in ThreadState::ALL {
-            palette.insert(metric::state_frame(state), state_color(state));
-        }
         let period = slice.period_ns();
         format!(
             "{} periods of {} = {:.3} s, over {:.3} s; off-CPU frames by state: S sleeping \
              (blue), D uninterruptible (red), R runnable (orange)",
             slice.total,
             super::text::period_text(period),
-            super::split::secs(slice.total, period),
+            metric::secs(slice.total, period),
             slice.duration_s()
         )
     };
@@ -96,10 +103,8 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
     options.subtitle = Some(subtitle);
     if metric == Metric::Cpu {
         options.count_name = "samples".to_string();
-    } else {
-        // Named frames take their colour from the map, the others the usual way.
-        options.palette_map = Some(&mut palette);
     }
+    options.palette_map = Some(&mut palette);
     // Never the random colours: output must be byte-identical run to run.
     options.deterministic = true;
     options.hash = false;
@@ -109,6 +114,19 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
             source,
         }
     })
+}
+
+/// The colour a kind's frames take in the flame graph where it has one of its own: time off
+/// the CPU, by state. The others are coloured by name, as inferno colours any graph.
+pub fn kind_color(kind: FrameKind) -> Option<Color> {
+    match kind {
+        FrameKind::OffCpu(state) => Some(state_color(state)),
+        FrameKind::User
+        | FrameKind::Jit
+        | FrameKind::Interpreter
+        | FrameKind::Marker
+        | FrameKind::Kernel => None,
+    }
 }
 
 /// The colour of a state's frame: waits one reads as calm, disk waits as alarms, waits for

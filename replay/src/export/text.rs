@@ -10,8 +10,8 @@ use hotspot_format::ThreadState;
 
 use super::slice::Slice;
 use super::{DEFAULT_TOP, ExportError, ExportOptions, split};
-use crate::metric::Metric;
-use crate::names::short_module;
+use crate::capture::short_module;
+use crate::metric::{self, Metric};
 use crate::sanitize::display;
 
 /// Writes the flat profile's top rows ([`ExportOptions::top`], else [`DEFAULT_TOP`]) as a
@@ -26,7 +26,7 @@ pub fn write(
 }
 
 fn table(slice: &Slice, top: usize) -> String {
-    let scan = slice.scan;
+    let capture = slice.capture;
     let rows = slice.flat();
     let total = slice.total.max(1) as f64;
     let mut o = String::new();
@@ -41,13 +41,13 @@ fn table(slice: &Slice, top: usize) -> String {
             slice.metric().label(),
             slice.total,
             period_text(period),
-            split::secs(slice.total, period)
+            metric::secs(slice.total, period)
         );
     } else {
         let _ = write!(o, "{}: {} samples", slice.file_name(), slice.total);
     }
-    if slice.total != scan.samples {
-        let _ = write!(o, " of {}", scan.samples);
+    if slice.total != slice.extent.capture_total {
+        let _ = write!(o, " of {}", slice.extent.capture_total);
     }
     if timed {
         let t = split::total(slice);
@@ -62,14 +62,14 @@ fn table(slice: &Slice, top: usize) -> String {
         let _ = write!(o, ")");
     }
     let _ = write!(o, " over {:.3} s", slice.duration_s());
-    if let Some(s) = &scan.capture.session {
+    if let Some(s) = &capture.session {
         let _ = write!(o, " at {} Hz", s.freq_hz);
     }
-    if scan.capture.lost > 0 {
-        let _ = write!(o, ", {} lost", scan.capture.lost);
+    if capture.lost > 0 {
+        let _ = write!(o, ", {} lost", capture.lost);
     }
-    if timed && scan.capture.lost_off_cpu > 0 {
-        let _ = write!(o, ", {} off-CPU records lost", scan.capture.lost_off_cpu);
+    if timed && capture.lost_off_cpu > 0 {
+        let _ = write!(o, ", {} off-CPU records lost", capture.lost_off_cpu);
     }
     if slice.unknown_stacks > 0 {
         let _ = write!(o, ", {} with stacks lost to damage", slice.unknown_stacks);
@@ -109,8 +109,8 @@ fn table(slice: &Slice, top: usize) -> String {
                 o,
                 "{self_pct:>6.2}% {:>8} {:>10.3} {total_pct:>6.2}% {:>10.3}  {:<width$}  {}{}",
                 r.self_samples,
-                split::secs(r.self_samples, period),
-                split::secs(r.total_samples, period),
+                metric::secs(r.self_samples, period),
+                metric::secs(r.total_samples, period),
                 module,
                 display(&r.key.function),
                 line

@@ -11,8 +11,8 @@ use serde::Serialize;
 use super::Facts;
 use crate::capture::Capture;
 use crate::export::pct;
-use crate::export::split;
 use crate::export::text::period_text;
+use crate::metric::{self, Metric};
 use crate::sanitize::display;
 
 /// Threads the text lists (the JSON document lists all).
@@ -64,7 +64,7 @@ pub(super) fn text(o: &mut String, f: &Facts) {
          ({:.3} s)",
         period_text(off.period_ns),
         off.period_ns,
-        split::secs(periods, off.period_ns)
+        metric::secs(periods, c.period_ns(Metric::OffCpu))
     );
     for (i, s) in ThreadState::ALL.into_iter().enumerate() {
         let n = seen.get(&s).map_or(0, |x| x.1);
@@ -153,7 +153,11 @@ pub(super) fn json(f: &Facts) -> Option<OffCpuJson> {
     if !applies(c) {
         return None;
     }
-    let period = c.off_cpu.map_or(0, |o| o.period_ns);
+    let period = if c.off_cpu.is_some() {
+        c.period_ns(Metric::OffCpu)
+    } else {
+        0
+    };
     let seen = &f.counts.off_cpu_seen;
     let states: Vec<StateJson> = ThreadState::ALL
         .into_iter()
@@ -163,7 +167,7 @@ pub(super) fn json(f: &Facts) -> Option<OffCpuJson> {
                 state: s.letter(),
                 samples,
                 periods,
-                ns: split::ns(periods, period),
+                ns: metric::ns(periods, period),
             }
         })
         .collect();
@@ -174,7 +178,7 @@ pub(super) fn json(f: &Facts) -> Option<OffCpuJson> {
         period_ns: c.off_cpu.map(|o| o.period_ns),
         samples,
         periods,
-        ns: split::ns(periods, period),
+        ns: metric::ns(periods, period),
         states,
         lost: c.lost_off_cpu,
         thread_times: by_wall(c)

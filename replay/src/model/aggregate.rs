@@ -20,7 +20,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::{FuncId, Interned, NO_LINE, Profile, StackIdx};
-use crate::names::FunctionKey;
+use crate::names::{FrameName, FunctionKey};
 
 /// The selected samples' weights per stack.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -305,11 +305,7 @@ pub struct Neighbours {
 
 /// The caller of a function called from the root.
 pub fn root_key() -> FunctionKey {
-    FunctionKey {
-        function: "[root]".into(),
-        module: "".into(),
-        kernel: false,
-    }
+    FrameName::placeholder("[root]").key()
 }
 
 /// Who calls `target` and what it calls, with the weight that flows through each edge.

@@ -3,7 +3,7 @@
 //! aggregations that views and reports read from it ([`aggregate`]): flat profile, call
 //! tree, callers/callees, over samples that each carry a weight.
 //!
-//! - a *function* is (name, module, kernel): what flat rows and tree nodes merge by;
+//! - a *function* is (name, module, kind): what flat rows and tree nodes merge by;
 //! - a *frame* is (function, source line): one logical frame after inline expansion by
 //!   [`crate::names::expand`];
 //! - a *stack* is (prefix, frame): a path from the root, so stacks that share callers
@@ -20,7 +20,8 @@ use hotspot_format::StackId;
 use rustc_hash::FxHashMap;
 
 use crate::capture::Capture;
-use crate::metric::{self, Class};
+use crate::kind::FrameKind;
+use crate::metric::Class;
 use crate::names::{self, FrameName, FunctionKey};
 use hotspot_format::ThreadState;
 
@@ -41,7 +42,7 @@ pub const NO_LINE: u32 = u32::MAX;
 pub struct Function {
     pub name: StrId,
     pub module: StrId,
-    pub kernel: bool,
+    pub kind: FrameKind,
 }
 
 /// A logical frame: a function at a source line. Two frames are one exactly when their
@@ -73,8 +74,9 @@ pub enum Interned {
     Stack(StackIdx),
 }
 
-/// The tables.
-#[derive(Debug, Default)]
+/// The tables. (Clone only so a slice can borrow a source's or own its own; no export
+/// clones one.)
+#[derive(Debug, Default, Clone)]
 pub struct Profile {
     strings: Vec<Arc<str>>,
     string_ids: FxHashMap<Arc<str>, StrId>,
@@ -108,7 +110,7 @@ impl Profile {
         }
         let out = logical_frames(capture, id)?;
         let with = self.push_path(out.iter());
-        let without = self.push_path(out.iter().filter(|f| !f.kernel));
+        let without = self.push_path(out.iter().filter(|f| !f.kind.is_kernel()));
         let v = [with, without];
         self.by_capture.insert(id, v);
         Some(v)
@@ -116,7 +118,7 @@ impl Profile {
 
     /// Interns capture stack `id` as a sample of `class` stands on it: a CPU sample on
     /// the stack itself, an off-CPU sample on the stack with its state's frame
-    /// ([`metric::state_frame`]) as the leaf, kept with `--no-kernel` too.
+    /// ([`FrameName::off_cpu`]) as the leaf, kept with `--no-kernel` too.
     pub fn intern_class(
         &mut self,
         capture: &Capture,
@@ -130,15 +132,9 @@ impl Profile {
             return Some(v);
         }
         let mut out = logical_frames(capture, id)?;
-        out.push(FrameName {
-            function: metric::state_frame(state).into(),
-            module: metric::OFF_CPU_MODULE.into(),
-            file: None,
-            line: 0,
-            kernel: false,
-        });
+        out.push(FrameName::off_cpu(state));
         let with = self.push_path(out.iter());
-        let without = self.push_path(out.iter().filter(|f| !f.kernel));
+        let without = self.push_path(out.iter().filter(|f| !f.kind.is_kernel()));
         let v = [with, without];
         self.by_state.insert((id, state), v);
         Some(v)
@@ -235,7 +231,7 @@ impl Profile {
         let k = Function {
             name: self.string(&f.function),
             module: self.string(&f.module),
-            kernel: f.kernel,
+            kind: f.kind,
         };
         if let Some(&id) = self.function_ids.get(&k) {
             return id;
@@ -280,7 +276,7 @@ impl Profile {
             .get(&Function {
                 name,
                 module,
-                kernel: key.kernel,
+                kind: key.kind,
             })
             .copied()
     }
@@ -316,7 +312,7 @@ impl Profile {
             module: key.module.clone(),
             file,
             line,
-            kernel: key.kernel,
+            kind: key.kind,
         }
     }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use hotspot_format::StackId;
 use hotspot_replay::Capture;
+use hotspot_replay::kind::FrameKind;
 use hotspot_replay::model::aggregate::{FlatRow, Neighbours};
 use hotspot_replay::names::{self, FrameName, FunctionKey};
 
@@ -66,7 +67,11 @@ pub fn fold(capture: &Capture, no_kernel: bool) -> Folded {
             continue;
         };
         let key: Vec<FrameName> = if no_kernel {
-            frames.iter().filter(|f| !f.kernel).cloned().collect()
+            frames
+                .iter()
+                .filter(|f| !f.kind.is_kernel())
+                .cloned()
+                .collect()
         } else {
             frames.clone()
         };
@@ -89,7 +94,7 @@ pub fn flat(folded: &Folded) -> Vec<FlatRow> {
             .map(|f| FunctionKey {
                 function: f.function.clone(),
                 module: f.module.clone(),
-                kernel: f.kernel,
+                kind: f.kind,
             })
             .collect();
         for (i, (k, f)) in keys.iter().zip(stack).enumerate() {
@@ -299,7 +304,7 @@ pub fn neighbours(folded: &Folded, target: &FunctionKey) -> Neighbours {
                 .entry(FunctionKey {
                     function: "[root]".into(),
                     module: "".into(),
-                    kernel: false,
+                    kind: FrameKind::Marker,
                 })
                 .or_default() += n;
         }
