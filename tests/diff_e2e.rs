@@ -57,6 +57,23 @@ fn marked(doc: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The fill of the flame graph's box for `name` (its first box).
+fn fill_of(svg: &str, name: &str) -> (u8, u8, u8) {
+    let at = svg
+        .find(&format!("<title>{name} ("))
+        .unwrap_or_else(|| panic!("no box for {name}"));
+    let rest = &svg[at..];
+    let fill = rest.find("fill=\"rgb(").expect("a fill") + "fill=\"rgb(".len();
+    let rgb: Vec<u8> = rest[fill..]
+        .split(')')
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .map(|v| v.trim().parse().expect("a colour component"))
+        .collect();
+    (rgb[0], rgb[1], rgb[2])
+}
+
 #[test]
 fn the_same_release_twice_marks_nothing_beyond_the_error_rate() {
     const PAIRS: usize = 20;
@@ -96,10 +113,16 @@ fn a_function_made_twice_as_slow_is_the_gates_top_regression() {
     let doc = diff_json(&base, &slow);
     let c = change(&doc, "changed_leaf");
     assert_eq!(c["self_significant"], true, "{c}");
-    assert!(c["delta_self_pct"].as_f64().expect("a number") > 10.0, "{c}");
+    assert!(
+        c["delta_self_pct"].as_f64().expect("a number") > 10.0,
+        "{c}"
+    );
     // Its share goes 25% -> 40%; the steady function's 50% -> 40% is a fall, not a rise.
     let steady = change(&doc, "steady_leaf");
-    assert!(steady["delta_self_pct"].as_f64().expect("a number") < 0.0, "{steady}");
+    assert!(
+        steady["delta_self_pct"].as_f64().expect("a number") < 0.0,
+        "{steady}"
+    );
 
     let out = hotspot()
         .arg("diff")
@@ -121,6 +144,27 @@ fn a_function_made_twice_as_slow_is_the_gates_top_regression() {
             "only the slowed function and its caller grew: {err}"
         );
     }
+    // The differential flame graph draws it red (grown), the steady leaf blue.
+    let svg = d.path().join("diff.svg");
+    run_ok(
+        hotspot()
+            .arg("diff")
+            .arg(&base)
+            .arg(&slow)
+            .args(["--format", "svg", "-o"])
+            .arg(&svg),
+    );
+    let svg = std::fs::read_to_string(&svg).expect("svg");
+    let (r, g, b) = fill_of(&svg, "changed_leaf");
+    assert!(
+        r == 255 && g < 230 && b < 230,
+        "changed_leaf not red: {r},{g},{b}"
+    );
+    let (r, g, b) = fill_of(&svg, "steady_leaf");
+    assert!(
+        b == 255 && r < 230 && g < 230,
+        "steady_leaf not blue: {r},{g},{b}"
+    );
     // The same pair under a threshold above the change passes.
     let out = hotspot()
         .arg("diff")

@@ -6,8 +6,11 @@
 //! weighed by the same `--metric` (under `off-cpu` and `wall`, counts and shares are of
 //! periods).
 
+mod flame;
 pub mod gate;
 pub mod significance;
+
+pub use flame::write_svg;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
