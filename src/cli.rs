@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use hotspot_replay::export::diff::Scale;
+use hotspot_replay::export::diff::gate::Rule;
 use hotspot_replay::export::{DiffFormat, Format, Selection};
 use hotspot_replay::metric::Metric;
 use hotspot_replay::time::TimeSpec;
@@ -222,6 +224,21 @@ pub struct DiffArgs {
     /// Functions listed [text default: 30; JSON: all].
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
+    /// What to rank and show by: `share` (of each capture's samples) or `rate` (ms per
+    /// second of the time each capture covers: a function that kept its share while
+    /// everything got slower grew).
+    #[arg(long, default_value = "share", value_parser = diff_scales())]
+    pub scale: Scale,
+    /// The chance, at most, that any unchanged function is marked as changed (`*`):
+    /// Holm-corrected over all of the diff's tests (docs/diff.md).
+    #[arg(long, default_value_t = hotspot_replay::export::diff::significance::DEFAULT_ALPHA,
+          value_parser = parse_alpha, value_name = "P")]
+    pub alpha: f64,
+    /// Exit with status 3, one line per function on stderr, when a function grew by more
+    /// than this and beyond noise: `self>2pt`, `total>5pt` (share points), `self>20%`,
+    /// `total>20%` (time per second). Repeatable.
+    #[arg(long = "fail-if", value_name = "RULE")]
+    pub fail_if: Vec<Rule>,
     /// Filters, applied to both captures.
     #[command(flatten)]
     pub filter: FilterArgs,
@@ -235,6 +252,24 @@ fn report_formats() -> impl TypedValueParser<Value = Format> {
 /// `diff --format`'s choices, the same way.
 fn diff_formats() -> impl TypedValueParser<Value = DiffFormat> {
     choices(DiffFormat::ALL.map(|f| (f.name(), f.about()))).try_map(|s| s.parse::<DiffFormat>())
+}
+
+/// `diff --scale`'s choices.
+fn diff_scales() -> impl TypedValueParser<Value = Scale> {
+    PossibleValuesParser::new(Scale::ALL.map(|s| PossibleValue::new(s.name()))).map(|s| {
+        if s == Scale::Rate.name() {
+            Scale::Rate
+        } else {
+            Scale::Share
+        }
+    })
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
+        _ => Err(format!("'{s}': a probability between 0 and 1, e.g. 0.05")),
+    }
 }
 
 fn choices<const N: usize>(formats: [(&'static str, &'static str); N]) -> PossibleValuesParser {

@@ -37,6 +37,14 @@ fn main() {
         }
     };
     if let Err(e) = result {
+        if let Some(gate) = e.downcast_ref::<commands::diff::GateFailed>() {
+            use std::io::Write;
+            let mut err = std::io::stderr().lock();
+            for line in &gate.0 {
+                let _ = writeln!(err, "hotspot: diff --fail-if: {line}");
+            }
+            std::process::exit(commands::diff::GateFailed::STATUS);
+        }
         // One line: the chain of causes joined, no backtrace; escaped, since it may quote
         // a file name or a capture's contents.
         // Not eprintln: a closed stderr must not turn an error into a panic.

@@ -94,6 +94,16 @@ fn expected_functions(name: &str) -> &'static [&'static str] {
             "oc_disk_fsync",
         ],
         "contend" => &["ct_thread", "ct_spin", "ct_leaf"],
+        "deploy" => &[
+            "steady_work",
+            "steady_leaf",
+            "changed_work",
+            "changed_leaf",
+            "old_work",
+            "old_leaf",
+            "new_work",
+            "new_leaf",
+        ],
         "pingpong" => &["pp_ping", "pp_pong", "pp_hop", "pp_wait", "pp_work_leaf"],
         other => panic!("no expectations for fixture {other}"),
     }

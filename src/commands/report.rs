@@ -16,7 +16,10 @@ pub fn run(args: cli::ReportArgs) -> anyhow::Result<()> {
     let selection = args.filter.selection();
     let scan = super::scan(&args.file, selection.scan_options(format.needs_order()))?;
     let slice = Slice::new(&scan, &selection)?;
-    let options = ExportOptions { top: args.top };
+    let options = ExportOptions {
+        top: args.top,
+        ..Default::default()
+    };
     output::write_to(args.output.as_deref(), format.is_binary(), |w| {
         Ok(format.write(&slice, &options, w)?)
     })

@@ -83,13 +83,26 @@ fn selection(data: &Data, q: &Query) -> Selection {
 
 fn report(format: Format, slice: &Slice) -> Result<Vec<u8>, String> {
     format
-        .render(slice, &ExportOptions { top: None })
+        .render(
+            slice,
+            &ExportOptions {
+                top: None,
+                ..Default::default()
+            },
+        )
         .map_err(|e| e.to_string())
 }
 
 fn diff(format: DiffFormat, base: &Slice, new: &Slice) -> Result<Vec<u8>, String> {
     format
-        .render(base, new, &ExportOptions { top: None })
+        .render(
+            base,
+            new,
+            &ExportOptions {
+                top: None,
+                ..Default::default()
+            },
+        )
         .map_err(|e| e.to_string())
 }
 

@@ -184,7 +184,13 @@ fn selection(no_kernel: bool) -> Selection {
 
 fn render(format: Format, slice: &Slice) -> Vec<u8> {
     format
-        .render(slice, &ExportOptions { top: Some(100) })
+        .render(
+            slice,
+            &ExportOptions {
+                top: Some(100),
+                ..Default::default()
+            },
+        )
         .unwrap_or_else(|e| panic!("{}: {e}", format.name()))
 }
 
@@ -213,7 +219,14 @@ fn check_exports(no_kernel: bool) {
         .into_iter()
         .map(|f| {
             let out = f
-                .render(&slice, &slice, &ExportOptions { top: Some(100) })
+                .render(
+                    &slice,
+                    &slice,
+                    &ExportOptions {
+                        top: Some(100),
+                        ..Default::default()
+                    },
+                )
                 .expect("diff");
             (f, text(&out))
         })

@@ -131,11 +131,17 @@ pub enum DiffFormat {
     Text,
     Json,
     Folded,
+    Svg,
 }
 
 impl DiffFormat {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [DiffFormat; 3] = [DiffFormat::Text, DiffFormat::Json, DiffFormat::Folded];
+    pub const ALL: [DiffFormat; 4] = [
+        DiffFormat::Text,
+        DiffFormat::Json,
+        DiffFormat::Folded,
+        DiffFormat::Svg,
+    ];
 
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
@@ -143,6 +149,7 @@ impl DiffFormat {
             DiffFormat::Text => "text",
             DiffFormat::Json => "json",
             DiffFormat::Folded => "folded",
+            DiffFormat::Svg => "svg",
         }
     }
 
@@ -152,6 +159,9 @@ impl DiffFormat {
             DiffFormat::Text => "Functions by change of share, largest first",
             DiffFormat::Json => "The `hotspot-diff` JSON document (docs/json-schema.md)",
             DiffFormat::Folded => "`stack count_base count_new` lines (differential flame graphs)",
+            DiffFormat::Svg => {
+                "A differential flame graph: width by the new capture, red grew, blue shrank"
+            }
         }
     }
 
@@ -161,6 +171,7 @@ impl DiffFormat {
             DiffFormat::Text => diff::write_text,
             DiffFormat::Json => diff::write_json,
             DiffFormat::Folded => diff::write_folded,
+            DiffFormat::Svg => diff::write_svg,
         }
     }
 
@@ -218,8 +229,8 @@ mod tests {
             assert_eq!(f.name().parse::<DiffFormat>(), Ok(f));
         }
         assert_eq!(
-            "svg".parse::<DiffFormat>().map_err(|e| e.to_string()),
-            Err("unknown format 'svg'".to_string())
+            "pprof".parse::<DiffFormat>().map_err(|e| e.to_string()),
+            Err("unknown format 'pprof'".to_string())
         );
     }
 }

@@ -29,12 +29,15 @@ pub use selection::Selection;
 pub use slice::Slice;
 
 /// What an output is asked for beyond the selection.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ExportOptions {
     /// How many functions the ranked outputs list (text and JSON reports, diff text and
     /// JSON); `None`: the text forms show [`DEFAULT_TOP`], JSON every function. The other
     /// formats keep every stack and ignore it.
     pub top: Option<usize>,
+    /// What a diff compares and how sure it must be ([`diff::DiffOptions`]); the reports
+    /// ignore it.
+    pub diff: diff::DiffOptions,
 }
 
 /// Rows a text table shows when `--top` is not given.

@@ -33,7 +33,13 @@ use ratatui::layout::Rect;
 /// `format`'s output of `slice` as text (every format but pprof is UTF-8).
 pub fn out(format: Format, slice: &Slice, top: Option<usize>) -> String {
     let bytes = format
-        .render(slice, &ExportOptions { top })
+        .render(
+            slice,
+            &ExportOptions {
+                top,
+                ..Default::default()
+            },
+        )
         .unwrap_or_else(|e| panic!("{format:?}: {e}"));
     String::from_utf8(bytes).unwrap_or_else(|e| panic!("{format:?}: {e}"))
 }
@@ -41,7 +47,14 @@ pub fn out(format: Format, slice: &Slice, top: Option<usize>) -> String {
 /// `format`'s comparison of `base` and `new` as text.
 pub fn diff_out(format: DiffFormat, base: &Slice, new: &Slice, top: Option<usize>) -> String {
     let bytes = format
-        .render(base, new, &ExportOptions { top })
+        .render(
+            base,
+            new,
+            &ExportOptions {
+                top,
+                ..Default::default()
+            },
+        )
         .unwrap_or_else(|e| panic!("{format:?}: {e}"));
     String::from_utf8(bytes).unwrap_or_else(|e| panic!("{format:?}: {e}"))
 }
