@@ -609,7 +609,15 @@ static long copy_page(__u64 i, struct hs_stack_buf **ctx)
 		return 1;
 	if (chunk > len - off)
 		chunk = len - off;
-	/* Always false; stated so that the verifier can bound the write. */
+	/*
+	 * Always false; stated so that the verifier can bound the write. The
+	 * barrier keeps clang from dropping the test on chunk (it knows chunk
+	 * <= HS_PAGE_SIZE already). 6.1's verifier learns no upper bound from
+	 * the comparison of two registers above (chunk = len - off stays
+	 * "umin=1", unbounded) and refused the copy's length as possibly
+	 * negative; 6.12's accepted it without the test.
+	 */
+	asm volatile("" : "+r"(chunk));
 	if (off >= HS_MAX_STACK || chunk > HS_PAGE_SIZE)
 		return 1;
 	if (bpf_probe_read_user(buf->stack + off, chunk, (void *)(sp + off))) {
