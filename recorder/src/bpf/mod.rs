@@ -5,6 +5,7 @@ mod caps;
 mod error;
 mod mapping_events;
 mod off_cpu;
+mod off_cpu_attach;
 pub mod perf_records;
 mod programs;
 pub mod raw;
@@ -15,6 +16,7 @@ mod time_order;
 
 pub use error::BpfError;
 pub use off_cpu::ProgramStats;
+pub use off_cpu_attach::OffCpuAttach;
 pub use raw::{RawError, RawEvent, RawOffCpu, RawSample, StackEnd, UserRegs, parse_event};
 pub use ring_size::ring_bytes_for;
 pub use sampler::{BpfSampler, EventSource, SamplerOptions};

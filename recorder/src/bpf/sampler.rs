@@ -17,11 +17,11 @@ use super::caps;
 use super::error::{BpfError, chain, kernel_release};
 use super::mapping_events::MappingEvents;
 use super::off_cpu::{OffCpu, ProgramStats, THREADS_MAX};
+use super::off_cpu_attach::OffCpuAttach;
 use super::perf_records::PerfRecord;
 use super::programs::{
-    FP_OFF_CPU_PROGRAM, FP_SAMPLE_PROGRAM, LoadFailure, STACK_OFF_CPU_PROGRAM,
-    STACK_SAMPLE_PROGRAM, TASK_PROGRAMS, attach_reason, load_error, load_kernel_symbols,
-    load_programs, map_error, perf_program, take_map, tracepoint_program,
+    FP_SAMPLE_PROGRAM, LoadFailure, STACK_SAMPLE_PROGRAM, TASK_PROGRAMS, attach_reason, load_error,
+    load_kernel_symbols, load_programs, map_error, perf_program, take_map, tracepoint_program,
 };
 use super::raw::{HEADER_SIZE, MAX_STACK, RawEvent, parse_event};
 use super::ring_size::max_record_bytes;
@@ -65,7 +65,8 @@ pub struct SamplerOptions {
     /// Also record off-CPU time (`--off-cpu`): every traced thread's exact times at
     /// each context switch, and a sample of the stack it blocked in each time its
     /// blocked time crosses a period (1 / `freq_hz`). Needs 5.18 (sched_switch's
-    /// `prev_state`).
+    /// `prev_state`), and the `sched_exit_tp` tracepoint (6.16) or kprobes for the stacks
+    /// (see [`OffCpuAttach`]).
     pub off_cpu: bool,
 }
 
@@ -232,12 +233,17 @@ impl BpfSampler {
             Err(e) => return Err(load_error(e)),
         };
 
-        let (sample_program, off_cpu_program) = if opts.stack_cap == 0 {
-            (FP_SAMPLE_PROGRAM, FP_OFF_CPU_PROGRAM)
+        let sample_program = if opts.stack_cap == 0 {
+            FP_SAMPLE_PROGRAM
         } else {
-            (STACK_SAMPLE_PROGRAM, STACK_OFF_CPU_PROGRAM)
+            STACK_SAMPLE_PROGRAM
         };
-        let off_cpu_program = opts.off_cpu.then_some(off_cpu_program);
+        let off_cpu_program = if opts.off_cpu {
+            let attach = OffCpuAttach::choose(kernel_btf)?;
+            Some((attach, attach.program(opts.stack_cap > 0)))
+        } else {
+            None
+        };
         // aya does not fail the object's load on a CO-RE field it cannot find: it
         // poisons the instruction, and the verifier then refuses the program. A subset
         // that lacks a field the programs read is such a case: parse the whole BTF.
@@ -261,7 +267,7 @@ impl BpfSampler {
             .map_err(|e| map_error("lost", "open", &e))?;
         let epoll = epoll_for(&events).map_err(BpfError::Poll)?;
         let off_cpu = match off_cpu_program {
-            Some(program) => Some(OffCpu::new(&mut ebpf, program)?),
+            Some((attach, program)) => Some(OffCpu::new(&mut ebpf, attach, program)?),
             None => None,
         };
 
@@ -386,7 +392,13 @@ impl BpfSampler {
         Ok(self.read_lost(LOST_SWITCHES)?.iter().sum())
     }
 
-    /// `--off-cpu`: the statistics of the switch programs, `[sched_switch, sched_exit_tp]`
+    /// `--off-cpu`: where the off-CPU sampler attaches on this kernel. `None` without
+    /// `--off-cpu`.
+    pub fn off_cpu_attach(&self) -> Option<OffCpuAttach> {
+        self.off_cpu.as_ref().map(OffCpu::attach_point)
+    }
+
+    /// `--off-cpu`: the statistics of the switch programs, `[sched_switch, the sampler]`
     /// (run time and runs count while the kernel keeps statistics: see
     /// [`BpfSampler::sample_program_run_time`]). `None` without `--off-cpu`.
     pub fn off_cpu_program_stats(&mut self) -> Result<Option<[ProgramStats; 2]>, BpfError> {
