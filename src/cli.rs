@@ -105,7 +105,8 @@ pub struct RecordArgs {
     pub no_children: bool,
     /// Also record off-CPU time: each traced thread's exact time on the CPU and off it
     /// (sleeping, uninterruptible, waiting for a CPU), and the stacks it blocked in,
-    /// sampled in the same periods as CPU samples (1/freq). Needs Linux 5.18.
+    /// sampled in the same periods as CPU samples (1/freq). Needs Linux 6.16, or 5.18
+    /// with kprobes (CONFIG_KPROBES), and CONFIG_SCHED_INFO (docs/kernel-support.md).
     #[arg(long)]
     pub off_cpu: bool,
     /// Leave the command from `-- CMD` running when the recording ends first (by
