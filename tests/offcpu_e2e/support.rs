@@ -22,6 +22,8 @@ pub struct ThreadLine {
     /// schedstat: ns on a CPU, ns runnable on a run queue.
     pub run_ns: u64,
     pub wait_ns: u64,
+    /// Voluntary context switches: waits that a wake-up ended.
+    pub nvcsw: u64,
 }
 
 /// One recording and what the fixture printed.
@@ -33,7 +35,8 @@ pub struct Recorded {
     /// Steal time of all CPUs while the recording ran (/proc/stat), in ns: time the
     /// hypervisor ran something else on a CPU this VM believed was running a thread.
     pub steal_ns: u64,
-    _dir: tempfile::TempDir,
+    /// Where the capture is, when it is the test's own.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Recorded {
@@ -42,6 +45,21 @@ impl Recorded {
             .iter()
             .find(|t| t.name == name)
             .unwrap_or_else(|| panic!("{}: no line for thread {name}", self.prog))
+    }
+
+    /// A recording made elsewhere (a kernel matrix VM): the capture at `path`, the
+    /// target's stderr, and the steal time over the recording.
+    pub fn load(prog: &str, path: &Path, stderr: &str, steal_ns: u64) -> Recorded {
+        let capture = Capture::open(path)
+            .unwrap_or_else(|e| panic!("{}: capture does not open: {e}", path.display()));
+        Recorded {
+            prog: prog.to_owned(),
+            path: path.to_owned(),
+            capture,
+            threads: thread_lines(stderr, prog),
+            steal_ns,
+            _dir: None,
+        }
     }
 
     pub fn times(&self, tid: u32) -> &ThreadTimes {
@@ -73,22 +91,20 @@ pub fn record(prog: &str, extra: &[&str], argv: &[&str]) -> Recorded {
         (out, steal_ns() - steal)
     };
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let threads = thread_lines(&stderr, prog);
-    let capture = Capture::open(&path).expect("capture opens");
     Recorded {
-        prog: prog.to_owned(),
-        path,
-        capture,
-        threads,
-        steal_ns,
-        _dir: dir,
+        _dir: Some(dir),
+        ..Recorded::load(prog, &path, &stderr, steal_ns)
     }
 }
 
-/// Steal time of all CPUs so far: the 8th value of /proc/stat's `cpu` line, in USER_HZ
-/// ticks (100 a second on Linux).
+/// Steal time of all CPUs so far.
 fn steal_ns() -> u64 {
-    let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
+    steal_ns_in(&std::fs::read_to_string("/proc/stat").expect("/proc/stat"))
+}
+
+/// The steal time in a copy of /proc/stat: the 8th value of its `cpu` line, in USER_HZ
+/// ticks (100 a second on Linux).
+pub fn steal_ns_in(stat: &str) -> u64 {
     let cpu = stat
         .lines()
         .find(|l| l.starts_with("cpu "))
@@ -121,6 +137,7 @@ fn thread_lines(stderr: &str, prog: &str) -> Vec<ThreadLine> {
                 end_ns: get("end_ns"),
                 run_ns: get("run_ns"),
                 wait_ns: get("wait_ns"),
+                nvcsw: get("nvcsw"),
             }
         })
         .collect()
