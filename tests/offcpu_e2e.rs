@@ -78,10 +78,18 @@ fn wall_is_cpu_plus_off_cpu_and_the_lifetime() {
     }
 }
 
+/// How far apart schedstat's run time and the switch programs' on-CPU time may be per
+/// voluntary switch on this machine (see `checks::cpu_and_run_queue_match_schedstat`):
+/// oc-disk's on-CPU time was 3.1-3.7 µs a switch under its run time in four runs on a
+/// quiet machine (41.7 ms in 13,332 switches to 57.5 ms in 16,075; the same with the BPF
+/// object before issue 24), which the recording's steal time used to hide on a busy one.
+/// A little under three times that.
+const SWITCH_NS: u64 = 10_000;
+
 #[test]
 fn cpu_and_run_queue_match_schedstat() {
     for rec in [offcpu(), contend()] {
-        checks::cpu_and_run_queue_match_schedstat(rec, 0);
+        checks::cpu_and_run_queue_match_schedstat(rec, SWITCH_NS);
     }
 }
 

@@ -168,8 +168,8 @@ pub fn wall_is_cpu_plus_off_cpu_and_the_lifetime(rec: &Recorded) {
                 rec.prog, line.name
             ),
         );
-        // The lifetime the thread saw itself (CLOCK_MONOTONIC at its start and at
-        // its last line; it exits microseconds later).
+        // The lifetime the fixture saw (CLOCK_MONOTONIC when it created the thread
+        // and at the thread's last line; it exits microseconds later).
         assert_close(
             (t.last_ns - t.first_ns) as f64,
             (line.end_ns - line.start_ns) as f64,
@@ -190,8 +190,8 @@ pub fn wall_is_cpu_plus_off_cpu_and_the_lifetime(rec: &Recorded) {
 /// (`rq_clock_skip_update` in `wakeup_preempt`), so the woken thread's run time starts at
 /// the wake-up rather than at its switch in; and a thread switching out ends its run time
 /// at the top of `__schedule`, before the idle balancing that runs ahead of the
-/// `sched_switch` tracepoint. Both are microseconds on hardware (0 is passed here: the
-/// steal allowance covers them) and ~100 µs under qemu's emulation (tools/kernel-matrix).
+/// `sched_switch` tracepoint. Both are microseconds on this machine's kernel and ~100 µs
+/// under qemu's emulation (tools/kernel-matrix).
 pub fn cpu_and_run_queue_match_schedstat(rec: &Recorded, switch_ns: u64) {
     for line in &rec.threads {
         let t = rec.times(line.tid);
