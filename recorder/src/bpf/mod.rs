@@ -16,7 +16,6 @@ mod time_order;
 
 pub use error::BpfError;
 pub use off_cpu::ProgramStats;
-pub use off_cpu_attach::OffCpuAttach;
 pub use raw::{RawError, RawEvent, RawOffCpu, RawSample, StackEnd, UserRegs, parse_event};
 pub use ring_size::ring_bytes_for;
 pub use sampler::{BpfSampler, EventSource, SamplerOptions};

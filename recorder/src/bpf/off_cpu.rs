@@ -131,11 +131,6 @@ impl OffCpu {
         Ok((out, malformed))
     }
 
-    /// Where the off-CPU sampler attaches.
-    pub(super) fn attach_point(&self) -> OffCpuAttach {
-        self.attach
-    }
-
     /// `[sched_switch, the off-CPU sampler]`.
     pub(super) fn stats(&self, ebpf: &mut Ebpf) -> Result<[ProgramStats; 2], BpfError> {
         let stats = |name: &'static str| {

@@ -36,7 +36,7 @@ pub(super) const STACK_OFF_CPU_KPROBE: &str = "hs_off_stack_kp";
 
 /// Where the off-CPU sampler attaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffCpuAttach {
+pub(super) enum OffCpuAttach {
     /// The raw tracepoint `sched_exit_tp`.
     SchedExit,
     /// A kprobe on `finish_task_switch` (whatever suffix the kernel's build gave it).
@@ -80,14 +80,6 @@ impl OffCpuAttach {
             (Self::SchedExit, true) => STACK_OFF_CPU_TRACEPOINT,
             (Self::FinishTaskSwitchKprobe, false) => FP_OFF_CPU_KPROBE,
             (Self::FinishTaskSwitchKprobe, true) => STACK_OFF_CPU_KPROBE,
-        }
-    }
-
-    /// What it attaches to, for messages and `info`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::SchedExit => "tracepoint sched_exit_tp",
-            Self::FinishTaskSwitchKprobe => "kprobe finish_task_switch",
         }
     }
 

@@ -66,7 +66,7 @@ pub struct SamplerOptions {
     /// each context switch, and a sample of the stack it blocked in each time its
     /// blocked time crosses a period (1 / `freq_hz`). Needs 5.18 (sched_switch's
     /// `prev_state`), and the `sched_exit_tp` tracepoint (6.16) or kprobes for the stacks
-    /// (see [`OffCpuAttach`]).
+    /// (see `recorder/src/bpf/off_cpu_attach.rs`).
     pub off_cpu: bool,
 }
 
@@ -390,12 +390,6 @@ impl BpfSampler {
     /// `ebpf/hotspot.bpf.c`).
     pub fn unseen_switches(&mut self) -> Result<u64, BpfError> {
         Ok(self.read_lost(LOST_SWITCHES)?.iter().sum())
-    }
-
-    /// `--off-cpu`: where the off-CPU sampler attaches on this kernel. `None` without
-    /// `--off-cpu`.
-    pub fn off_cpu_attach(&self) -> Option<OffCpuAttach> {
-        self.off_cpu.as_ref().map(OffCpu::attach_point)
     }
 
     /// `--off-cpu`: the statistics of the switch programs, `[sched_switch, the sampler]`
