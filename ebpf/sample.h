@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * The one definition of what hotspot's BPF program writes into the `events`
- * ring buffer. recorder/src/bpf/raw.rs mirrors `struct hs_header` and
- * `struct hs_user_regs` byte for byte and asserts their sizes, so any change
- * here must be made there too (and the object rebuilt with tools/build-bpf).
+ * ring buffer and its maps. The recorder's side is generated from this file
+ * (recorder/build.rs: every HS_ constant, every struct hs_ and its asserted
+ * size), so a change here needs no second edit there; keep to the forms
+ * recorder/build.rs names, and rebuild the object with tools/build-bpf.
  *
  * Every record starts with a `struct hs_header` (48 bytes). Task events
  * (fork/exec/exit) are the header alone. An HS_KIND_SAMPLE record is, with
@@ -79,7 +80,7 @@ struct hs_header {
 	__u32 kernel_depth;  /* number of kernel frames after the user ones */
 };
 
-_Static_assert(sizeof(struct hs_header) == 48, "raw.rs expects a 48-byte header");
+_Static_assert(sizeof(struct hs_header) == 48, "a 48-byte header");
 
 /* Largest stack copy (the loader's stack_cap is at most this), and its unit. */
 #define HS_MAX_STACK 65536
@@ -131,7 +132,7 @@ struct hs_user_regs {
 	__u32 flags;     /* HS_REGS_* | HS_STACK_END_* | HS_STACK_VMA_BUSY */
 };
 
-_Static_assert(sizeof(struct hs_user_regs) == 48, "raw.rs expects 48-byte registers");
+_Static_assert(sizeof(struct hs_user_regs) == 48, "48-byte registers");
 
 /* Indices of the per-CPU `lost` counter array. */
 #define HS_LOST_SAMPLES 0     /* samples the ring buffer had no room for */
@@ -158,7 +159,7 @@ struct hs_off_cpu {
 	__u32 state;   /* HS_STATE_* of this wait */
 };
 
-_Static_assert(sizeof(struct hs_off_cpu) == 8, "raw.rs expects an 8-byte off-CPU tail");
+_Static_assert(sizeof(struct hs_off_cpu) == 8, "an 8-byte off-CPU tail");
 
 /*
  * One traced thread's exact times (--off-cpu), kept in the `threads` map by
@@ -186,7 +187,7 @@ struct hs_thread {
 	__u64 total_ns;
 };
 
-_Static_assert(sizeof(struct hs_thread) == 72, "thread_times.rs expects a 72-byte hs_thread");
+_Static_assert(sizeof(struct hs_thread) == 72, "a 72-byte hs_thread");
 
 /*
  * What hs_ksym leaves in its one-entry `ksym_out` map: the "%pS" text of one
@@ -200,5 +201,7 @@ struct hs_ksym {
 	__s64 len;
 	char name[HS_KSYM_LEN];
 };
+
+_Static_assert(sizeof(struct hs_ksym) == 8 + HS_KSYM_LEN, "no padding in hs_ksym");
 
 #endif /* HOTSPOT_SAMPLE_H */

@@ -24,7 +24,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Record a capture of running processes, or of a command: `record PID… -o FILE` or `record -o FILE -- CMD ARGS…`.
+    /// Record a capture of running processes, or of a command: `record -p PID[,PID…] -o FILE` (or PIDs as arguments) or `record -o FILE -- CMD ARGS…`.
     Record(RecordArgs),
     /// Print a capture's session header, counts, symbol coverage, whether it ended cleanly,
     /// and what its bytes hold.
@@ -38,7 +38,7 @@ pub enum Command {
     Demo(DemoArgs),
     /// Browse a capture in the terminal (flat, callers/callees, flame, stream, threads, timeline); tails it while it grows.
     View(ViewArgs),
-    /// Profile live in the terminal: a process (`live PID`), a command (`live -- CMD ARGS…`), or pick one from a table (`live`).
+    /// Profile live in the terminal: processes (`live -p PID[,PID…]` or `live PID`), a command (`live -- CMD ARGS…`), or pick one from a table (`live`).
     Live(LiveArgs),
     /// Run the built-in demo workload (what `demo` records).
     #[command(hide = true, name = "demo-workload")]
@@ -88,6 +88,10 @@ impl UnwindArgs {
 pub struct RecordArgs {
     /// Processes to record (all their threads, including threads started later).
     pub pids: Vec<u32>,
+    /// Process to record, like the PIDs above (repeatable, and a comma-separated list
+    /// counts too, as with perf: `-p 12,34`).
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',')]
+    pub pid: Vec<String>,
     /// Capture file to write (an existing file is replaced only if it is a capture).
     #[arg(short, long, default_value = "hotspot.hsp")]
     pub output: PathBuf,
@@ -98,7 +102,7 @@ pub struct RecordArgs {
     #[arg(short, long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Record every process on the machine.
-    #[arg(short, long, conflicts_with = "pids")]
+    #[arg(short, long, conflicts_with_all = ["pids", "pid"])]
     pub all: bool,
     /// Do not follow processes forked by the targets.
     #[arg(long)]
@@ -301,8 +305,11 @@ pub struct ViewArgs {
 
 #[derive(Debug, Args)]
 pub struct LiveArgs {
-    /// Process to profile (all its threads); without it, pick one from a table.
-    pub pid: Option<u32>,
+    /// Process to profile (all its threads); without one, pick one from a table.
+    pub pids: Option<u32>,
+    /// A process to profile (repeatable; a comma-separated list counts too: `-p 12,34`).
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',')]
+    pub pid: Vec<String>,
     /// Keep the capture in FILE (default: a temporary file removed at exit).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -322,6 +329,20 @@ pub struct LiveArgs {
     /// Command to start and profile, from its first instruction.
     #[arg(last = true)]
     pub command: Vec<String>,
+}
+
+/// The values of `-p/--pid` (clap has split comma lists): process ids, checked here so a
+/// bad one is a one-line error naming it.
+pub fn parse_pids(values: &[String]) -> anyhow::Result<Vec<u32>> {
+    values
+        .iter()
+        .map(|v| match v.trim().parse::<u32>() {
+            Ok(pid) if pid > 0 => Ok(pid),
+            _ => Err(anyhow::anyhow!(
+                "-p/--pid: '{v}' is not a process id (give positive numbers: -p 1234, -p 12,34)"
+            )),
+        })
+        .collect()
 }
 
 /// `3`, `2.5`, `500ms`, `10s`, `2m`, `1h`.
@@ -366,5 +387,42 @@ mod tests {
         assert!(parse_duration("5x").is_err());
         assert!(parse_duration("0").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    fn record(args: &[&str]) -> RecordArgs {
+        match Cli::try_parse_from(["hotspot", "record"].iter().chain(args)) {
+            Ok(Cli {
+                command: Command::Record(r),
+                ..
+            }) => r,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn pids_are_taken_as_perf_takes_them() {
+        let r = record(&["-p", "12", "--pid", "34,56", "-p78", "90"]);
+        assert_eq!(r.pids, [90]);
+        assert_eq!(parse_pids(&r.pid).expect("pids"), [12, 34, 56, 78]);
+        let l = match Cli::try_parse_from(["hotspot", "live", "-p", "7,8"]) {
+            Ok(Cli {
+                command: Command::Live(l),
+                ..
+            }) => l,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(parse_pids(&l.pid).expect("pids"), [7, 8]);
+        for bad in ["abc", "0", "12,", "1.5", " "] {
+            let r = record(&["-p", bad]);
+            let e = parse_pids(&r.pid).expect_err(bad).to_string();
+            assert!(
+                e.starts_with("-p/--pid: '") && !e.contains('\n'),
+                "{bad}: {e}"
+            );
+        }
+        assert!(
+            Cli::try_parse_from(["hotspot", "record", "-a", "-p", "1"]).is_err(),
+            "--all and -p conflict"
+        );
     }
 }

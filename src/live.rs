@@ -12,10 +12,12 @@ use anyhow::Context;
 use hotspot_replay::tui::tail::Tail;
 use hotspot_replay::tui::{self, Mode, Options, Term};
 
+use hotspot_recorder::live::session::{self, Observer, SessionOptions, Target};
+
 use crate::cli::{DemoArgs, LinkArgs, LiveArgs};
 use crate::hangup;
 use crate::process_list::ProcessList;
-use crate::record::{self, Run, Target};
+use crate::progress::print_summary;
 use crate::signals;
 use crate::view::{need_terminal, options};
 
@@ -25,22 +27,27 @@ const LIVE_FLUSH: Duration = Duration::from_millis(200);
 
 /// What to record and how.
 struct Live {
-    target: Target,
+    /// The session (its output, flush rate and the command's output are set when the
+    /// view starts).
+    session: SessionOptions,
+    /// Where to keep the capture (`None`: a temporary file removed at exit).
     output: Option<PathBuf>,
-    sampling: record::Sampling,
     opts: Options,
 }
 
 pub fn run(args: LiveArgs) -> anyhow::Result<()> {
+    // Arguments first: a bad one is the error, whatever the terminal.
+    let mut pids: Vec<u32> = args.pids.into_iter().collect();
+    pids.extend(crate::cli::parse_pids(&args.pid)?);
     let opts = options(Mode::Live, &args.links)?;
     need_terminal("hotspot live")?;
     let target = if !args.command.is_empty() {
-        if args.pid.is_some() {
+        if !pids.is_empty() {
             anyhow::bail!("give either a PID or a command after --, not both");
         }
         Some(Target::Command(args.command.clone()))
     } else {
-        args.pid.map(|p| Target::Pids(vec![p]))
+        (!pids.is_empty()).then_some(Target::Pids(pids))
     };
     signals::install();
     hangup::stop_on_hangup();
@@ -59,16 +66,14 @@ pub fn run(args: LiveArgs) -> anyhow::Result<()> {
             }
         }
     };
+    let mut session = SessionOptions::new(target, PathBuf::new());
+    session.freq = args.freq;
+    session.follow_children = !args.no_children;
+    session.stack_cap = args.unwind.stack_cap();
+    session.off_cpu = args.off_cpu;
     let live = Live {
-        target,
+        session,
         output: args.output,
-        sampling: record::Sampling {
-            freq: args.freq,
-            duration: None,
-            follow: !args.no_children,
-            stack_cap: args.unwind.stack_cap(),
-            off_cpu: args.off_cpu,
-        },
         opts,
     };
     live_view(term, live)
@@ -79,7 +84,7 @@ pub fn run(args: LiveArgs) -> anyhow::Result<()> {
 pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
     let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     if args.no_tui || !tty {
-        return record::demo(args);
+        return crate::record::demo(args);
     }
     let exe = std::env::current_exe().context("locating the hotspot executable")?;
     // In the view the workload runs until the user quits (it is ended then).
@@ -100,21 +105,26 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
     signals::install();
     hangup::stop_on_hangup();
     let term = Term::enter().context("setting up the terminal")?;
+    let mut session = SessionOptions::new(Target::Command(cmd), PathBuf::new());
+    session.freq = args.freq;
+    session.stack_cap = args.unwind.stack_cap();
     live_view(
         term,
         Live {
-            target: Target::Command(cmd),
+            session,
             output: Some(args.output),
-            sampling: record::Sampling {
-                freq: args.freq,
-                duration: None,
-                follow: true,
-                stack_cap: args.unwind.stack_cap(),
-                off_cpu: false,
-            },
             opts,
         },
     )
+}
+
+/// Passes on the pid of the command started once sampling runs; hears nothing else.
+struct Started(mpsc::Sender<Option<u32>>);
+
+impl Observer for Started {
+    fn started(&mut self, command: Option<u32>) {
+        let _ = self.0.send(command);
+    }
 }
 
 /// Removes the temporary capture at exit.
@@ -142,41 +152,26 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
     // The command's own output goes to a file next to the capture: the view has the terminal.
     let log = path.with_extension("log");
     let (tx, rx) = mpsc::channel();
-    let rec_path = path.clone();
-    let rec_log = log.clone();
     let Live {
-        target,
-        sampling,
-        opts,
-        ..
+        mut session, opts, ..
     } = live;
+    session.output = path.clone();
+    session.flush_every = LIVE_FLUSH;
+    session.command_output = Some(log.clone());
+    session.command_line = std::env::args().collect();
     let recorder = std::thread::Builder::new()
         .name("recorder".into())
         .spawn(move || {
-            let mut started = |pid| {
-                let _ = tx.send(pid);
-            };
-            record::record_with(
-                target,
-                &rec_path,
-                sampling,
-                Run {
-                    flush_every: LIVE_FLUSH,
-                    progress: false,
-                    stop: &signals::STOP,
-                    started: &mut started,
-                    end_command: true,
-                    command_output: Some(&rec_log),
-                    knobs: record::Knobs::default(),
-                },
-            )
+            // The view owns the terminal: progress and warnings are not printed.
+            let mut observer = Started(tx);
+            session::record(&session, &signals::STOP, &mut observer)
         })
         .context("starting the recorder thread")?;
     if rx.recv().is_err() {
         // The recorder failed before sampling started (no BPF, no such process…).
         drop(term);
         return match recorder.join() {
-            Ok(Err(e)) => Err(e),
+            Ok(Err(e)) => Err(e.into()),
             Ok(Ok(_)) => Err(anyhow::anyhow!("the recording ended before it started")),
             Err(panic) => std::panic::resume_unwind(panic),
         };
@@ -193,7 +188,7 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
     shown?;
     let summary = summary?;
     if temp.is_none() {
-        record::print_summary(&summary, &path);
+        print_summary(&summary, &path);
     }
     drop(temp);
     if std::fs::metadata(&log).is_ok_and(|m| m.len() == 0) {

@@ -8,6 +8,7 @@ mod live;
 mod open;
 mod output;
 mod process_list;
+mod progress;
 mod record;
 mod signals;
 mod view;

@@ -277,6 +277,76 @@ fn record_by_pid_with_duration() {
     assert!(self_samples(&folded(&c, &Filter::default()), "busy_leaf") as usize > n / 2);
 }
 
+/// The processes a capture's samples are of, with their sample counts.
+fn sample_pids(c: &Capture) -> std::collections::BTreeMap<u32, usize> {
+    let mut pids = std::collections::BTreeMap::new();
+    for s in &c.samples {
+        let pid = c.threads.get(&s.tid).map_or(0, |t| t.pid);
+        *pids.entry(pid).or_default() += 1;
+    }
+    pids
+}
+
+/// `-p PID` as perf spells it, repeated and as a comma list: the capture holds samples of
+/// exactly the processes named, every one of them, and none of a busy one left out.
+#[test]
+fn record_by_pid_flag_and_comma_list() {
+    let d = tmp();
+    let _g = serial();
+    let busy: Vec<std::process::Child> = (0..3)
+        .map(|_| {
+            Command::new(fixture("busy"))
+                .arg("8")
+                .spawn()
+                .expect("spawn busy")
+        })
+        .collect();
+    let [a, b, c] = [0, 1, 2].map(|i| busy[i].id());
+    std::thread::sleep(Duration::from_millis(200));
+    let record = |name: &str, pid_args: &[String]| {
+        let out = d.path().join(name);
+        let res = hotspot()
+            .args(["record", "-d", "1", "-o"])
+            .arg(&out)
+            .args(pid_args)
+            .output()
+            .expect("run");
+        assert!(
+            res.status.success(),
+            "{pid_args:?}: {}",
+            String::from_utf8_lossy(&res.stderr)
+        );
+        let capture = Capture::open(&out).expect("opens");
+        let targets = capture.session.as_ref().expect("session").targets.clone();
+        (sample_pids(&capture), targets)
+    };
+    let (one, targets) = record("one.hsp", &["-p".into(), a.to_string()]);
+    assert_eq!(targets, [a]);
+    assert_eq!(one.keys().copied().collect::<Vec<_>>(), [a], "{one:?}");
+    let (list, targets) = record(
+        "list.hsp",
+        &[
+            "-p".into(),
+            format!("{a},{b}"),
+            "--pid".into(),
+            c.to_string(),
+        ],
+    );
+    assert_eq!(targets, [a, b, c]);
+    assert_eq!(
+        list.keys().copied().collect::<Vec<_>>(),
+        [a, b, c],
+        "{list:?}"
+    );
+    let (two, targets) = record("two.hsp", &[format!("--pid={a},{c}")]);
+    assert_eq!(targets, [a, c]);
+    assert_eq!(two.keys().copied().collect::<Vec<_>>(), [a, c], "{two:?}");
+    for mut child in busy {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
 /// `record -d 1 -- ARGV`: the capture and hotspot's stderr. Its output goes to a file,
 /// not a pipe: a command left running holds a pipe open.
 /// `hotspot record -d 1` in a process group of its own: the capture, hotspot's stderr, and
@@ -417,6 +487,16 @@ fn bad_input_gives_one_line_errors() {
     let out = d.path().join("x.hsp");
     let o = out.to_str().expect("utf-8 path");
     assert!(stderr_of(&["record", "-o", o, "999999999"]).contains("no process with pid 999999999"));
+    assert!(stderr_of(&["record", "-o", o, "-p", "999999999"]).contains("no process with pid"));
+    for bad in ["abc", "0", "12,x"] {
+        let e = stderr_of(&["record", "-o", o, "-p", bad]);
+        assert!(
+            e.contains("-p/--pid") && e.contains("not a process id"),
+            "{e}"
+        );
+        let e = stderr_of(&["live", "--pid", bad]);
+        assert!(e.contains("not a process id"), "{e}");
+    }
     assert!(
         stderr_of(&["record", "-o", o, "--", "no-such-command-xyz"])
             .contains("no-such-command-xyz")

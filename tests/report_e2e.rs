@@ -45,7 +45,7 @@ fn npm_modules() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm-tools/node_modules");
     assert!(
         dir.join("ajv").is_dir() && dir.join("speedscope").is_dir(),
-        "run `npm install --prefix target/npm-tools speedscope ajv` (bash .ci/run does)"
+        "run `tools/test --install-only` (it installs speedscope and ajv into target/npm-tools)"
     );
     dir
 }

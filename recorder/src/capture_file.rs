@@ -6,11 +6,14 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use crate::error::RecordError;
+use crate::error::RecorderError;
 
 /// Opens `path` for a new capture: creates it, or replaces an existing capture.
-pub fn open_capture(path: &Path, is_capture: impl Fn(&[u8]) -> bool) -> Result<File, RecordError> {
-    let io = |source| RecordError::Io {
+pub fn open_capture(
+    path: &Path,
+    is_capture: impl Fn(&[u8]) -> bool,
+) -> Result<File, RecorderError> {
+    let io = |source| RecorderError::Io {
         path: path.to_path_buf(),
         source,
     };
@@ -34,18 +37,18 @@ pub fn open_capture(path: &Path, is_capture: impl Fn(&[u8]) -> bool) -> Result<F
     {
         Ok(f) => f,
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(RecordError::Symlink(path.to_path_buf()));
+            return Err(RecorderError::Symlink(path.to_path_buf()));
         }
         Err(e) => return Err(io(e)),
     };
     let meta = f.metadata().map_err(io)?;
     if !meta.is_file() {
-        return Err(RecordError::NotACapture(path.to_path_buf()));
+        return Err(RecorderError::NotACapture(path.to_path_buf()));
     }
     let mut head = [0u8; 16];
     let n = read_up_to(&mut f, &mut head).map_err(io)?;
     if !is_capture(&head[..n]) {
-        return Err(RecordError::NotACapture(path.to_path_buf()));
+        return Err(RecorderError::NotACapture(path.to_path_buf()));
     }
     f.set_len(0).map_err(io)?;
     f.seek(SeekFrom::Start(0)).map_err(io)?;
@@ -95,7 +98,7 @@ mod tests {
         let other = dir.path().join("notes.txt");
         std::fs::write(&other, b"precious").expect("write");
         let err = open_capture(&other, magic).expect_err("must refuse");
-        assert!(matches!(err, RecordError::NotACapture(_)));
+        assert!(matches!(err, RecorderError::NotACapture(_)));
         assert_eq!(std::fs::read(&other).expect("read"), b"precious");
     }
 
@@ -107,6 +110,6 @@ mod tests {
         let link = dir.path().join("link.hsp");
         std::os::unix::fs::symlink(&target, &link).expect("symlink");
         let err = open_capture(&link, magic).expect_err("must refuse");
-        assert!(matches!(err, RecordError::Symlink(_)), "{err}");
+        assert!(matches!(err, RecorderError::Symlink(_)), "{err}");
     }
 }

@@ -1,6 +1,7 @@
-//! Errors of the recorder, each a one-line message naming the problem and what to do. A
-//! message names what was being done (and on which file); the cause, where there is one,
-//! is its `source()`, which the binary joins after it: `PATH: Permission denied`.
+//! The recorder's one error type (the kernel seam's [`BpfError`] is one of its causes),
+//! each a one-line message naming the problem and what to do. A message names what was
+//! being done (and on which file); the cause, where there is one, is its `source()`,
+//! which the binary joins after it: `PATH: Permission denied`.
 
 use std::path::PathBuf;
 
@@ -9,11 +10,17 @@ use hotspot_format::FormatError;
 use crate::bpf::BpfError;
 
 #[derive(Debug, thiserror::Error)]
-pub enum RecordError {
+pub enum RecorderError {
     #[error(transparent)]
     Bpf(#[from] BpfError),
     #[error("writing the capture")]
     Format(#[from] FormatError),
+    #[error("syncing {path}")]
+    Sync {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path}")]
     Io {
         path: PathBuf,

@@ -6,9 +6,10 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::error::RecordError;
+use crate::error::RecorderError;
 
 /// How [`GatedChild::end`] ended a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,13 +44,13 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 
 impl GatedChild {
     /// Forks a child that will exec `argv` once released.
-    pub fn spawn(argv: &[String]) -> Result<Self, RecordError> {
+    pub fn spawn(argv: &[String]) -> Result<Self, RecorderError> {
         let Some(prog) = argv.first() else {
-            return Err(RecordError::Other(
+            return Err(RecorderError::Other(
                 "no command given after -- (usage: hotspot record -o FILE -- CMD ARGS…)".into(),
             ));
         };
-        let spawn_err = |source| RecordError::Spawn {
+        let spawn_err = |source| RecorderError::Spawn {
             cmd: prog.clone(),
             source,
         };
@@ -116,14 +117,48 @@ impl GatedChild {
         })
     }
 
+    /// [`GatedChild::spawn`] with the child's stdin on `/dev/null` and its stdout and
+    /// stderr in the file `out` (created or truncated): for when the terminal is not the
+    /// command's (a live view owns it). Our own descriptors are put back afterwards.
+    pub fn spawn_with_output(argv: &[String], out: &Path) -> Result<Self, RecorderError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| RecorderError::Io { path, source }
+        };
+        let log = std::fs::File::create(out).map_err(io(out))?;
+        let null = std::fs::File::open("/dev/null").map_err(io(Path::new("/dev/null")))?;
+        let mut saved = [-1; 3];
+        for (fd, slot) in saved.iter_mut().enumerate() {
+            // SAFETY: dup of a standard descriptor; the copy is closed below.
+            *slot = unsafe { libc::dup(fd as libc::c_int) };
+        }
+        // SAFETY: dup2 onto the standard descriptors from files that stay open meanwhile.
+        unsafe {
+            libc::dup2(null.as_raw_fd(), 0);
+            libc::dup2(log.as_raw_fd(), 1);
+            libc::dup2(log.as_raw_fd(), 2);
+        }
+        let child = Self::spawn(argv);
+        for (fd, &copy) in saved.iter().enumerate() {
+            if copy >= 0 {
+                // SAFETY: restoring from the copies made above, then closing them.
+                unsafe {
+                    libc::dup2(copy, fd as libc::c_int);
+                    libc::close(copy);
+                }
+            }
+        }
+        child
+    }
+
     pub fn pid(&self) -> u32 {
         self.pid as u32
     }
 
     /// Opens the gate and waits until the child has exec'd its command (or failed to).
-    pub fn release(&mut self) -> Result<(), RecordError> {
+    pub fn release(&mut self) -> Result<(), RecorderError> {
         let cmd = self.cmd.clone();
-        let spawn_err = |source| RecordError::Spawn {
+        let spawn_err = |source| RecorderError::Spawn {
             cmd: cmd.clone(),
             source,
         };

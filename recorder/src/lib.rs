@@ -1,25 +1,26 @@
-//! hotspot's recorder: turns BPF samples of live processes into a capture.
+//! hotspot's recorder: turns samples of live processes into a capture.
+//!
+//! Two sides of one seam. The core ([`convert`], driven by [`recording`]) turns
+//! [`event::Event`]s from any [`source::EventSource`] into a capture, asking a
+//! [`host::Host`] what the events do not say; it knows nothing of BPF or `/proc`. The
+//! live side supplies both for this machine: the BPF sampler ([`bpf`]), the machine as a
+//! host ([`live::ProcHost`]), and the recording session that sets them up
+//! ([`live::session`]).
 
 pub mod bpf;
 pub mod capture_file;
+pub mod convert;
 pub(crate) mod error;
-pub(crate) mod frame_table;
-pub mod kernel_names;
+pub mod event;
+pub mod host;
 pub mod launch;
-pub(crate) mod mapping_table;
-pub(crate) mod module_table;
-pub(crate) mod normalizer;
+pub mod live;
 pub mod privilege;
-pub mod proc_maps;
-pub(crate) mod process_table;
 pub mod recording;
-pub mod session;
 pub(crate) mod sink;
-pub(crate) mod symbols;
-pub(crate) mod user_stack;
+pub mod source;
+pub(crate) mod symbol_worker;
 
-// The module cache's recorder side, by its old path: the unwinder's glue uses it.
-pub(crate) use symbols::module_file;
-
-pub use error::RecordError;
+pub use convert::{ConvertConfig, Counts, Totals};
+pub use error::RecorderError;
 pub use recording::{Progress, RecordConfig, Recorder, StopReason, Summary, run};

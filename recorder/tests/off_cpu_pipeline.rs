@@ -2,61 +2,20 @@
 //! off-CPU samples, exit times and the threads left at the end, and the capture must
 //! hold them as format 1.3 says.
 
-use std::collections::{HashMap, VecDeque};
-use std::path::Path;
+mod scripted;
+
+use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use hotspot_format::{FrameAddr, Record, ThreadState, ThreadTimes, read_all};
-use hotspot_recorder::bpf::{
-    BpfError, EventSource, RawEvent, RawOffCpu, RawSample, RawThread, StackEnd,
-};
-use hotspot_recorder::{RecordConfig, StopReason};
+use hotspot_recorder::event::{BlockedSample, Event, OpenThreadTimes, StackEnd, StackSample};
+use hotspot_recorder::{ConvertConfig, RecordConfig, StopReason};
+use scripted::{ScriptedSource, comm, fake_proc, record};
 
 const PERIOD_NS: u64 = 2_004_008;
 /// When the fake kernel stopped accounting.
 const END_NS: u64 = 50_000;
-
-struct FakeSource {
-    script: VecDeque<Vec<RawEvent>>,
-    lost_off_cpu: Vec<u64>,
-    live: Vec<(u32, RawThread)>,
-    stopped: bool,
-}
-
-impl EventSource for FakeSource {
-    fn add_target(&mut self, _: u32) -> Result<(), BpfError> {
-        Ok(())
-    }
-    fn remove_target(&mut self, _: u32) -> Result<(), BpfError> {
-        Ok(())
-    }
-    fn poll(&mut self, timeout: Duration, out: &mut Vec<RawEvent>) -> Result<(), BpfError> {
-        match self.script.pop_front() {
-            Some(batch) => out.extend(batch),
-            None => std::thread::sleep(timeout.min(Duration::from_millis(10))),
-        }
-        Ok(())
-    }
-    fn lost_per_cpu(&mut self) -> Result<Vec<u64>, BpfError> {
-        Ok(vec![0])
-    }
-    fn stop_sampling(&mut self) -> Result<(), BpfError> {
-        self.stopped = true;
-        Ok(())
-    }
-    fn lost_off_cpu(&mut self) -> Result<u64, BpfError> {
-        // Cumulative: the first while sampling, the second once stopped (the last flush).
-        Ok(self.lost_off_cpu[usize::from(self.stopped)])
-    }
-    fn accounting_end(&self) -> Option<u64> {
-        self.stopped.then_some(END_NS)
-    }
-    fn take_thread_times(&mut self) -> Result<Vec<(u32, RawThread)>, BpfError> {
-        assert!(self.stopped, "thread times taken before sampling stopped");
-        Ok(std::mem::take(&mut self.live))
-    }
-}
 
 #[inline(never)]
 fn blocked_here(x: u64) -> u64 {
@@ -67,25 +26,15 @@ const KALLSYMS: &str = "ffffffff81000000 T _stext\nffffffff81000100 t bpf_trace_
      ffffffff81000200 T __schedule\nffffffff81000300 T do_nanosleep\n\
      ffffffffa0000000 t bpf_prog_0123456789abcdef_hs_off_cpu_stack\n";
 
-fn fake_proc(dir: &Path) {
-    let me = std::process::id();
-    std::os::unix::fs::symlink(format!("/proc/{me}"), dir.join(me.to_string()))
-        .expect("symlink pid");
-    std::os::unix::fs::symlink("/proc/self", dir.join("self")).expect("symlink self");
-    std::fs::write(dir.join("kallsyms"), KALLSYMS).expect("kallsyms");
-}
-
-fn sample(time_ns: u64, tid: u32, kernel: Vec<u64>) -> RawSample {
+fn sample(time_ns: u64, tid: u32, kernel: Vec<u64>) -> StackSample {
     let me = std::process::id();
     std::hint::black_box(blocked_here(1));
-    let mut comm = [0u8; 16];
-    comm[..6].copy_from_slice(b"waiter");
-    RawSample {
+    StackSample {
         time_ns,
         pid: me,
         tid,
         cpu: 0,
-        comm,
+        comm: comm("waiter"),
         user: vec![blocked_here as *const () as u64],
         kernel,
         regs: None,
@@ -95,8 +44,14 @@ fn sample(time_ns: u64, tid: u32, kernel: Vec<u64>) -> RawSample {
 }
 
 /// Times that add up, as the kernel keeps them.
-fn times(first_ns: u64, last_ns: u64, on_cpu_ns: u64, state: u32) -> RawThread {
-    RawThread {
+fn times(
+    first_ns: u64,
+    last_ns: u64,
+    on_cpu_ns: u64,
+    state: Option<ThreadState>,
+) -> OpenThreadTimes {
+    OpenThreadTimes {
+        pid: std::process::id(),
         first_ns,
         last_ns,
         on_cpu_ns,
@@ -104,16 +59,14 @@ fn times(first_ns: u64, last_ns: u64, on_cpu_ns: u64, state: u32) -> RawThread {
         uninterruptible_ns: 0,
         runnable_ns: 0,
         pending_ns: 5,
-        tgid: std::process::id(),
         state,
-        total_ns: 0,
     }
 }
 
 #[test]
 fn off_cpu_events_become_format_1_3_records() {
     let dir = tempfile::tempdir().expect("tempdir");
-    fake_proc(dir.path());
+    fake_proc(dir.path(), KALLSYMS);
     let me = std::process::id();
     let (exited, alive, late) = (me + 1, me + 2, me + 3);
     // The tracing frames at the leaf of an off-CPU kernel stack, then the blocked path.
@@ -124,62 +77,65 @@ fn off_cpu_events_become_format_1_3_records() {
         0xffffffff81000310,
     ];
     let off = |t, periods, state| {
-        RawEvent::OffCpu(RawOffCpu {
+        Event::OffCpu(BlockedSample {
             sample: sample(t, exited, off_kernel.clone()),
             periods,
             state,
         })
     };
-    let script = VecDeque::from(vec![
+    let script = vec![
         vec![
-            RawEvent::Sample(sample(1_000, exited, vec![0xffffffff81000210])),
+            Event::Sample(sample(1_000, exited, vec![0xffffffff81000210])),
             off(2_000, 3, ThreadState::Sleeping),
         ],
         vec![
             off(3_000, 1, ThreadState::Runnable),
-            RawEvent::ThreadTimes {
+            Event::ThreadTimes {
                 tid: exited,
-                times: times(100, 4_000, 1_000, 0),
+                times: times(100, 4_000, 1_000, None),
             },
         ],
-        vec![RawEvent::Exit {
+        vec![Event::Exit {
             time_ns: 45_000,
             pid: me,
         }],
         // Drained after sampling stopped: an exit the kernel wrote after it stopped
         // accounting at END_NS, cut back to it.
-        vec![RawEvent::ThreadTimes {
+        vec![Event::ThreadTimes {
             tid: late,
-            times: times(100, END_NS + 10_000, 20_000, 0),
+            times: times(100, END_NS + 10_000, 20_000, None),
         }],
-    ]);
-    let mut source = FakeSource {
-        script,
-        lost_off_cpu: vec![2, 5],
+    ];
+    let mut source = ScriptedSource {
+        lost: vec![0],
+        lost_off_cpu: [2, 5],
+        accounting_end: Some(END_NS),
         // Asleep since 30_000; the late thread is left in the map too, and must not be
         // written twice.
         live: vec![
-            (alive, times(200, 30_000, 10_000, 1)),
-            (late, times(100, END_NS, 20_000, 0)),
+            (
+                alive,
+                times(200, 30_000, 10_000, Some(ThreadState::Sleeping)),
+            ),
+            (late, times(100, END_NS, 20_000, None)),
         ],
-        stopped: false,
+        ..ScriptedSource::new(script)
     };
-    let writer = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
     let cfg = RecordConfig {
-        targets: vec![me],
+        convert: ConvertConfig {
+            targets: vec![me],
+            off_cpu_period_ns: Some(PERIOD_NS),
+            ..ConvertConfig::default()
+        },
         flush_every: Duration::from_millis(20),
-        proc_root: dir.path().to_path_buf(),
-        sys_root: dir.path().join("sys"),
-        off_cpu_period_ns: Some(PERIOD_NS),
         ..RecordConfig::default()
     };
     let stop = AtomicBool::new(false);
-    let (summary, bytes) =
-        hotspot_recorder::run(&mut source, writer, &cfg, &stop, &mut |_| {}).expect("records");
+    let (summary, bytes) = record(&mut source, &cfg, dir.path(), &stop);
     assert_eq!(summary.reason, StopReason::TargetsExited);
-    assert_eq!(summary.progress.samples, 1);
-    assert_eq!(summary.progress.off_cpu_samples, 2);
-    assert_eq!(summary.progress.lost_off_cpu, 5);
+    assert_eq!(summary.totals.counts.samples, 1);
+    assert_eq!(summary.totals.counts.off_cpu_samples, 2);
+    assert_eq!(summary.totals.counts.lost_off_cpu, 5);
 
     let (records, diag) = read_all(&bytes).expect("reads back");
     assert!(
@@ -309,31 +265,28 @@ fn off_cpu_events_become_format_1_3_records() {
 #[test]
 fn a_capture_without_off_cpu_has_no_off_cpu_records() {
     let dir = tempfile::tempdir().expect("tempdir");
-    fake_proc(dir.path());
+    fake_proc(dir.path(), KALLSYMS);
     let me = std::process::id();
-    let mut source = FakeSource {
-        script: VecDeque::from(vec![
-            vec![RawEvent::Sample(sample(1_000, me, vec![]))],
-            vec![RawEvent::Exit {
+    let mut source = ScriptedSource {
+        lost: vec![0],
+        ..ScriptedSource::new(vec![
+            vec![Event::Sample(sample(1_000, me, vec![]))],
+            vec![Event::Exit {
                 time_ns: 2_000,
                 pid: me,
             }],
-        ]),
-        lost_off_cpu: vec![0, 0],
-        live: Vec::new(),
-        stopped: false,
+        ])
     };
-    let writer = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
     let cfg = RecordConfig {
-        targets: vec![me],
+        convert: ConvertConfig {
+            targets: vec![me],
+            ..ConvertConfig::default()
+        },
         flush_every: Duration::from_millis(20),
-        proc_root: dir.path().to_path_buf(),
-        sys_root: dir.path().join("sys"),
         ..RecordConfig::default()
     };
     let stop = AtomicBool::new(false);
-    let (_, bytes) =
-        hotspot_recorder::run(&mut source, writer, &cfg, &stop, &mut |_| {}).expect("records");
+    let (_, bytes) = record(&mut source, &cfg, dir.path(), &stop);
     let (records, _) = read_all(&bytes).expect("reads back");
     assert!(records.iter().all(|r| !matches!(
         r,

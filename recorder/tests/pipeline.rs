@@ -1,39 +1,16 @@
 //! The recording pipeline without root: a scripted event source stands in for BPF, so
 //! normalisation, symbol embedding, lost counts and the stop rules are tested anywhere.
 
-use std::collections::VecDeque;
+mod scripted;
+
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use hotspot_format::{FrameAddr, ModuleKind, Record, read_all};
-use hotspot_recorder::bpf::{BpfError, EventSource, RawEvent, RawSample, StackEnd};
-use hotspot_recorder::{RecordConfig, StopReason};
-
-/// Replays a script of event batches, one batch per poll.
-struct FakeSource {
-    script: VecDeque<Vec<RawEvent>>,
-    lost: Vec<u64>,
-}
-
-impl EventSource for FakeSource {
-    fn add_target(&mut self, _: u32) -> Result<(), BpfError> {
-        Ok(())
-    }
-    fn remove_target(&mut self, _: u32) -> Result<(), BpfError> {
-        Ok(())
-    }
-    fn poll(&mut self, timeout: Duration, out: &mut Vec<RawEvent>) -> Result<(), BpfError> {
-        match self.script.pop_front() {
-            Some(batch) => out.extend(batch),
-            None => std::thread::sleep(timeout.min(Duration::from_millis(10))),
-        }
-        Ok(())
-    }
-    fn lost_per_cpu(&mut self) -> Result<Vec<u64>, BpfError> {
-        Ok(self.lost.clone())
-    }
-}
+use hotspot_format::{FrameAddr, ModuleKind, Record, ThreadState, read_all};
+use hotspot_recorder::event::{BlockedSample, Event, Mapping, StackEnd, StackSample, UserRegs};
+use hotspot_recorder::{ConvertConfig, RecordConfig, StopReason};
+use scripted::{ScriptedSource, comm, fake_proc, record};
 
 #[inline(never)]
 fn marker_leaf(x: u64) -> u64 {
@@ -48,32 +25,17 @@ fn marker_caller(x: u64) -> u64 {
 const KALLSYMS: &str =
     "ffffffff81000000 T _stext\nffffffff81000100 t do_thing\nffffffff81000300 T vfs_write\n";
 
-fn comm(name: &str) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[..name.len()].copy_from_slice(name.as_bytes());
-    c
-}
-
-/// A /proc stand-in: our own process under its real pid, plus a made-up kallsyms.
-fn fake_proc(dir: &Path) {
-    let me = std::process::id();
-    std::os::unix::fs::symlink(format!("/proc/{me}"), dir.join(me.to_string()))
-        .expect("symlink pid");
-    std::os::unix::fs::symlink("/proc/self", dir.join("self")).expect("symlink self");
-    std::fs::write(dir.join("kallsyms"), KALLSYMS).expect("kallsyms");
-}
-
 #[test]
 fn samples_become_named_machine_independent_frames() {
     let dir = tempfile::tempdir().expect("tempdir");
-    fake_proc(dir.path());
+    fake_proc(dir.path(), KALLSYMS);
     let me = std::process::id();
     std::hint::black_box(marker_caller(3));
     let leaf = marker_leaf as *const () as u64;
     // A return address points just after the call; any address inside the caller works.
     let caller = marker_caller as *const () as u64 + 4;
     let sample = |t: u64, name: &str, kernel: Vec<u64>| {
-        RawEvent::Sample(RawSample {
+        Event::Sample(StackSample {
             time_ns: t,
             pid: me,
             tid: me,
@@ -86,7 +48,7 @@ fn samples_become_named_machine_independent_frames() {
             stack_end: StackEnd::Cap,
         })
     };
-    let script = VecDeque::from(vec![
+    let script = vec![
         vec![sample(
             1_000,
             "worker",
@@ -96,29 +58,28 @@ fn samples_become_named_machine_independent_frames() {
             sample(2_000, "worker", vec![]),
             sample(3_000, "renamed", vec![]),
         ],
-        vec![RawEvent::Exit {
+        vec![Event::Exit {
             time_ns: 4_000,
             pid: me,
         }],
-    ]);
-    let mut source = FakeSource {
-        script,
+    ];
+    let mut source = ScriptedSource {
         lost: vec![0, 3],
+        ..ScriptedSource::new(script)
     };
-    let writer = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
     let cfg = RecordConfig {
-        targets: vec![me],
+        convert: ConvertConfig {
+            targets: vec![me],
+            ..ConvertConfig::default()
+        },
         flush_every: Duration::from_millis(20),
-        proc_root: dir.path().to_path_buf(),
-        sys_root: dir.path().join("sys"),
         ..RecordConfig::default()
     };
     let stop = AtomicBool::new(false);
-    let (summary, bytes) =
-        hotspot_recorder::run(&mut source, writer, &cfg, &stop, &mut |_| {}).expect("records");
+    let (summary, bytes) = record(&mut source, &cfg, dir.path(), &stop);
     assert_eq!(summary.reason, StopReason::TargetsExited);
-    assert_eq!(summary.progress.samples, 3);
-    assert_eq!(summary.progress.lost, 3);
+    assert_eq!(summary.totals.counts.samples, 3);
+    assert_eq!(summary.totals.counts.lost, 3);
 
     let (records, diag) = read_all(&bytes).expect("reads back");
     assert!(
@@ -265,26 +226,19 @@ fn samples_become_named_machine_independent_frames() {
 #[test]
 fn stop_flag_and_duration_end_the_recording() {
     let dir = tempfile::tempdir().expect("tempdir");
-    fake_proc(dir.path());
+    fake_proc(dir.path(), KALLSYMS);
     let cfg = RecordConfig {
-        targets: vec![std::process::id()],
+        convert: ConvertConfig {
+            targets: vec![std::process::id()],
+            ..ConvertConfig::default()
+        },
         duration: Some(Duration::from_millis(150)),
-        proc_root: dir.path().to_path_buf(),
-        sys_root: dir.path().join("sys"),
         ..RecordConfig::default()
     };
-    let mut source = FakeSource {
-        script: VecDeque::new(),
-        lost: vec![],
-    };
-    let w = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
-    let (s, _) = hotspot_recorder::run(&mut source, w, &cfg, &AtomicBool::new(false), &mut |_| {})
-        .expect("runs");
+    let mut source = ScriptedSource::default();
+    let (s, _) = record(&mut source, &cfg, dir.path(), &AtomicBool::new(false));
     assert_eq!(s.reason, StopReason::Duration);
-    let w = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
-    let (s, bytes) =
-        hotspot_recorder::run(&mut source, w, &cfg, &AtomicBool::new(true), &mut |_| {})
-            .expect("runs");
+    let (s, bytes) = record(&mut source, &cfg, dir.path(), &AtomicBool::new(true));
     assert_eq!(s.reason, StopReason::Interrupted);
     let (records, _) = read_all(&bytes).expect("reads");
     assert!(
@@ -296,7 +250,7 @@ fn stop_flag_and_duration_end_the_recording() {
 /// Registers and the live stack of the calling thread, as the BPF program would copy
 /// them: the stack from `rsp` to the end of its mapping.
 #[inline(never)]
-fn snapshot() -> (hotspot_recorder::bpf::UserRegs, Vec<u8>) {
+fn snapshot() -> (UserRegs, Vec<u8>) {
     let (ip, sp, bp, rbx, r11): (u64, u64, u64, u64, u64);
     // SAFETY: reads five registers into outputs; touches no memory.
     unsafe {
@@ -329,7 +283,7 @@ fn snapshot() -> (hotspot_recorder::bpf::UserRegs, Vec<u8>) {
     // SAFETY: `sp..end` is this thread's own mapped stack, above the current frame.
     let stack = unsafe { std::slice::from_raw_parts(sp as *const u8, (end - sp) as usize) };
     (
-        hotspot_recorder::bpf::UserRegs {
+        UserRegs {
             ip,
             sp,
             bp,
@@ -341,12 +295,12 @@ fn snapshot() -> (hotspot_recorder::bpf::UserRegs, Vec<u8>) {
 }
 
 #[inline(never)]
-fn cfi_leaf() -> (hotspot_recorder::bpf::UserRegs, Vec<u8>) {
+fn cfi_leaf() -> (UserRegs, Vec<u8>) {
     std::hint::black_box(snapshot())
 }
 
 #[inline(never)]
-fn cfi_middle() -> (hotspot_recorder::bpf::UserRegs, Vec<u8>) {
+fn cfi_middle() -> (UserRegs, Vec<u8>) {
     std::hint::black_box(cfi_leaf())
 }
 
@@ -394,11 +348,11 @@ fn named_stacks(records: &[Record]) -> Vec<Vec<String>> {
 #[test]
 fn copied_stacks_are_unwound_with_cfi() {
     let dir = tempfile::tempdir().expect("tempdir");
-    fake_proc(dir.path());
+    fake_proc(dir.path(), KALLSYMS);
     let me = std::process::id();
     let (regs, stack) = std::thread::spawn(cfi_middle).join().expect("thread");
     let sample = |t: u64, bytes: Vec<u8>, end: StackEnd| {
-        RawEvent::Sample(RawSample {
+        Event::Sample(StackSample {
             time_ns: t,
             pid: me,
             tid: me,
@@ -412,34 +366,24 @@ fn copied_stacks_are_unwound_with_cfi() {
         })
     };
     let short = stack[..stack.len().min(256)].to_vec();
-    let mut source = FakeSource {
-        script: VecDeque::from(vec![
-            vec![sample(1_000, stack.clone(), StackEnd::MappingEnd)],
-            vec![sample(2_000, short, StackEnd::Cap)],
-            vec![RawEvent::Exit {
-                time_ns: 3_000,
-                pid: me,
-            }],
-        ]),
-        lost: vec![],
-    };
+    let mut source = ScriptedSource::new(vec![
+        vec![sample(1_000, stack.clone(), StackEnd::MappingEnd)],
+        vec![sample(2_000, short, StackEnd::Cap)],
+        vec![Event::Exit {
+            time_ns: 3_000,
+            pid: me,
+        }],
+    ]);
     let cfg = RecordConfig {
-        targets: vec![me],
+        convert: ConvertConfig {
+            targets: vec![me],
+            stack_cap: 65536,
+            ..ConvertConfig::default()
+        },
         flush_every: Duration::from_millis(20),
-        proc_root: dir.path().to_path_buf(),
-        sys_root: dir.path().join("sys"),
-        stack_cap: 65536,
         ..RecordConfig::default()
     };
-    let writer = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
-    let (_, bytes) = hotspot_recorder::run(
-        &mut source,
-        writer,
-        &cfg,
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .expect("records");
+    let (_, bytes) = record(&mut source, &cfg, dir.path(), &AtomicBool::new(false));
     let (records, _) = read_all(&bytes).expect("reads back");
     let unwinding = records
         .iter()
@@ -502,9 +446,9 @@ fn leaf_modules(records: &[Record]) -> Vec<String> {
 }
 
 /// Our own executable's code mapping, as /proc/self/maps shows it.
-fn own_code_mapping() -> hotspot_recorder::proc_maps::Mapping {
+fn own_code_mapping() -> Mapping {
     let exe = std::fs::read_link("/proc/self/exe").expect("exe");
-    let maps = hotspot_recorder::proc_maps::read_maps(Path::new("/proc"), std::process::id())
+    let maps = hotspot_recorder::live::proc_maps::read_maps(Path::new("/proc"), std::process::id())
         .expect("our maps");
     maps.into_iter()
         .find(|m| Path::new(&m.path) == exe)
@@ -524,13 +468,13 @@ fn mapping_events_name_the_code_of_processes_already_gone() {
     let leaf = marker_leaf as *const () as u64;
     // The same file mapped elsewhere in another process.
     const SHIFT: u64 = 0x1000_0000_0000;
-    let shifted = hotspot_recorder::proc_maps::Mapping {
+    let shifted = Mapping {
         start: code.start + SHIFT,
         end: code.end + SHIFT,
         ..code.clone()
     };
     // An inode the path no longer holds: the file was replaced since it was mapped.
-    let replaced = hotspot_recorder::proc_maps::Mapping {
+    let replaced = Mapping {
         start: code.start + 2 * SHIFT,
         end: code.end + 2 * SHIFT,
         inode: code.inode + 1,
@@ -538,7 +482,7 @@ fn mapping_events_name_the_code_of_processes_already_gone() {
     };
     let (parent, child) = (4_100_001, 4_100_002);
     let sample = |t: u64, pid: u32, ip: u64| {
-        RawEvent::Sample(RawSample {
+        Event::Sample(StackSample {
             time_ns: t,
             pid,
             tid: pid,
@@ -551,14 +495,14 @@ fn mapping_events_name_the_code_of_processes_already_gone() {
             stack_end: StackEnd::Cap,
         })
     };
-    let mmap = |t: u64, pid: u32, mapping: &hotspot_recorder::proc_maps::Mapping| RawEvent::Mmap {
+    let mmap = |t: u64, pid: u32, mapping: &Mapping| Event::Mmap {
         time_ns: t,
         pid,
         mapping: mapping.clone(),
     };
-    let script = VecDeque::from(vec![
+    let script = vec![
         vec![
-            RawEvent::NewImage {
+            Event::NewImage {
                 time_ns: 10,
                 pid: parent,
             },
@@ -566,13 +510,13 @@ fn mapping_events_name_the_code_of_processes_already_gone() {
             // Another process's mapping: not traced, so not its business.
             mmap(11, 4_100_009, &code),
             mmap(12, parent, &replaced),
-            RawEvent::Fork {
+            Event::Fork {
                 time_ns: 13,
                 parent,
                 child,
             },
             sample(14, child, leaf),
-            RawEvent::NewImage {
+            Event::NewImage {
                 time_ns: 15,
                 pid: child,
             },
@@ -584,36 +528,29 @@ fn mapping_events_name_the_code_of_processes_already_gone() {
             // The child's old image is gone after its exec.
             sample(19, child, leaf),
             sample(20, parent, leaf + 2 * SHIFT),
-            RawEvent::Exit {
+            Event::Exit {
                 time_ns: 21,
                 pid: child,
             },
-            RawEvent::Exit {
+            Event::Exit {
                 time_ns: 22,
                 pid: parent,
             },
         ],
-    ]);
-    let mut source = FakeSource {
-        script,
+    ];
+    let mut source = ScriptedSource {
         lost: vec![0],
+        ..ScriptedSource::new(script)
     };
-    let writer = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
     let cfg = RecordConfig {
-        targets: vec![parent],
+        convert: ConvertConfig {
+            targets: vec![parent],
+            ..ConvertConfig::default()
+        },
         flush_every: Duration::from_millis(20),
-        proc_root: dir.path().to_path_buf(),
-        sys_root: dir.path().join("sys"),
         ..RecordConfig::default()
     };
-    let (summary, bytes) = hotspot_recorder::run(
-        &mut source,
-        writer,
-        &cfg,
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .expect("records");
+    let (summary, bytes) = record(&mut source, &cfg, dir.path(), &AtomicBool::new(false));
     assert_eq!(summary.reason, StopReason::TargetsExited);
     let (records, _) = read_all(&bytes).expect("reads back");
     let names: Vec<String> = named_stacks(&records)
@@ -638,4 +575,122 @@ fn mapping_events_name_the_code_of_processes_already_gone() {
             .all(|r| !matches!(r, Record::Module(m) if m.kind == ModuleKind::Jit)),
         "no JIT module"
     );
+}
+
+/// Records `script` with our own process standing in for a command the recorder started
+/// (tracked right after its exec, as `record -- CMD` does); returns the CPU and off-CPU
+/// samples written and the names its thread was given, in order.
+fn record_command(script: impl FnOnce(u64) -> Vec<Vec<Event>>) -> (u64, u64, Vec<String>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fake_proc(dir.path(), KALLSYMS);
+    let me = std::process::id();
+    let cfg = RecordConfig {
+        convert: ConvertConfig {
+            targets: vec![me],
+            off_cpu_period_ns: Some(1_000_000),
+            ..ConvertConfig::default()
+        },
+        flush_every: Duration::from_millis(20),
+        ..RecordConfig::default()
+    };
+    let host = hotspot_recorder::live::ProcHost::new(dir.path(), dir.path().join("sys"));
+    let mut recorder = hotspot_recorder::Recorder::new(cfg, Box::new(host)).expect("recorder");
+    let before_track = hotspot_recorder::live::machine::monotonic_ns();
+    recorder.track_command(me);
+    let mut source = ScriptedSource {
+        lost: vec![0],
+        ..ScriptedSource::new(script(before_track))
+    };
+    let writer = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
+    let (summary, bytes) = recorder
+        .run(&mut source, writer, &AtomicBool::new(false), &mut |_| {})
+        .expect("records");
+    assert_eq!(summary.reason, StopReason::TargetsExited);
+    let (records, _) = read_all(&bytes).expect("reads back");
+    let names = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Thread(t) if t.tid == me => Some(t.name.clone()),
+            _ => None,
+        })
+        .collect();
+    let c = summary.totals.counts;
+    (c.samples, c.off_cpu_samples, names)
+}
+
+/// A command the recorder starts is in the kernel's target set before its exec, so that
+/// its first instruction is sampled. The ticks that land in the exec before the kernel
+/// renames the process (mostly the exec freeing the child's copy of the recorder's memory)
+/// are the recorder's own fork, named after the recorder, and so is, with `--off-cpu`, the
+/// fork's wait at the gate (an off-CPU sample when it is let through): they are not the
+/// command's, so its thread is named from its exec on (issue 23: `hotspot`, the fork's
+/// name, came first).
+#[test]
+fn a_command_is_recorded_from_its_exec_not_from_the_recorders_fork() {
+    let me = std::process::id();
+    let leaf = marker_leaf as *const () as u64;
+    let raw = |t: u64, name: &str| StackSample {
+        time_ns: t,
+        pid: me,
+        tid: me,
+        cpu: 0,
+        comm: comm(name),
+        user: vec![leaf],
+        kernel: vec![0xffffffff81000110],
+        regs: None,
+        stack: Vec::new(),
+        stack_end: StackEnd::Cap,
+    };
+    let sample = |t: u64, name: &str| Event::Sample(raw(t, name));
+    let off_cpu = |t: u64, name: &str| {
+        Event::OffCpu(BlockedSample {
+            sample: raw(t, name),
+            periods: 2,
+            state: ThreadState::Sleeping,
+        })
+    };
+    let exit = |time_ns| Event::Exit { time_ns, pid: me };
+    let exec = |time_ns, name: &str| Event::Exec {
+        time_ns,
+        pid: me,
+        comm: comm(name),
+    };
+    let new_image = |time_ns| Event::NewImage { time_ns, pid: me };
+    // The kernel's two exec events mark the end of the fork: the perf ring's (at the
+    // rename) or the BPF ring's (once the new image is mapped), whichever comes first.
+    for first_event in [new_image(2_000), exec(2_000, "execer")] {
+        let (samples, off_cpu_samples, names) = record_command(|_| {
+            vec![
+                vec![
+                    off_cpu(500, "hotspot"),
+                    sample(1_000, "hotspot"),
+                    first_event,
+                ],
+                vec![
+                    exec(2_100, "execer"),
+                    sample(3_000, "execer"),
+                    off_cpu(3_500, "execer"),
+                    // A second exec is the command's own: both names are kept.
+                    new_image(4_000),
+                    exec(4_100, "busy"),
+                    sample(5_000, "busy"),
+                ],
+                vec![exit(6_000)],
+            ]
+        });
+        assert_eq!(names, ["execer", "busy"]);
+        assert_eq!(samples, 2, "the fork's sample is not the command's");
+        assert_eq!(off_cpu_samples, 1, "nor is its wait at the gate");
+    }
+    // Both exec events lost: the exec was over when the recorder saw its command start,
+    // so what is sampled after that is the command's.
+    let (samples, _, names) = record_command(|tracked| {
+        vec![
+            vec![sample(tracked - 1_000_000, "hotspot")],
+            vec![sample(tracked + 10_000_000_000, "execer")],
+            vec![exit(tracked + 20_000_000_000)],
+        ]
+    });
+    assert_eq!(names, ["execer"]);
+    assert_eq!(samples, 1);
 }

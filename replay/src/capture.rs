@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use hotspot_format::definitions::Dedup;
 use hotspot_format::{
     End, Event, Frame, FrameId, Module, ModuleId, OffCpu, OffCpuSample, Process, Reader, Record,
     Sample, SessionHeader, StackId, StringId, Symbol, ThreadTimes, Unwinding,
@@ -137,6 +138,9 @@ pub struct Capture {
     pub record_counts: BTreeMap<u32, u64>,
     /// Short names of the modules (file names of their paths), shared like `strings`.
     module_names: HashMap<ModuleId, Arc<str>>,
+    /// The `Thread` definitions read, by their key (SPEC §7.2): the writer repeats a
+    /// block's definitions in the next block, and a repeated version is no rename.
+    thread_versions: Dedup,
     /// Reverse of `strings`, built on demand by [`Capture::intern`].
     string_ids: HashMap<String, StringId>,
     strings_indexed: usize,
@@ -259,6 +263,9 @@ impl Capture {
     /// Adds one record; a repeated definition keeps the first one seen.
     fn add(&mut self, r: Record) {
         *self.record_counts.entry(r.kind()).or_default() += 1;
+        if matches!(r, Record::Thread(_)) && !self.thread_versions.keep(&r) {
+            return;
+        }
         match r {
             Record::Session(s) => {
                 self.session.get_or_insert(s);

@@ -5,6 +5,8 @@
 //! - [`hostile`]: the hostile-capture corpus;
 //! - `unwind` (feature `unwind`): the unwinder's fuzz check and ELF/CFI crafting; with
 //!   `unwind-dumps`, real stacks dumped from C programs and framehop as the oracle;
+//! - `python` (feature `python`): the CPython decoders' fuzz checks, and fake interpreters
+//!   built with gcc;
 //! - `e2e` (feature `e2e`): running the `hotspot` binary from end-to-end tests.
 //!
 //! It depends on the library crates as a normal dependency while they depend on it as a
@@ -17,6 +19,8 @@
 #[cfg(feature = "e2e")]
 pub mod e2e;
 pub mod hostile;
+#[cfg(feature = "python")]
+pub mod python;
 pub mod rng;
 pub mod synthetic;
 #[cfg(feature = "unwind")]

@@ -1,22 +1,26 @@
-//! Everything kernel-facing: the BPF sampler behind the narrow [`EventSource`] seam, and the decoder of its records.
+//! Everything kernel-facing: the BPF sampler, the live [`EventSource`] (its ring and the
+//! kernel's mapping events, merged in time order), and the decoder of its records.
+//!
+//! [`EventSource`]: crate::source::EventSource
 
+pub mod abi;
 mod btf_subset;
 mod caps;
+pub mod decode;
 mod error;
+mod load;
 mod mapping_events;
 mod off_cpu;
 mod off_cpu_attach;
 pub mod perf_records;
 mod programs;
-pub mod raw;
 mod ring_size;
 mod sampler;
-pub mod thread_times;
 mod time_order;
 
+pub use decode::{DecodeError, parse_event};
 pub use error::BpfError;
+pub use load::SamplerOptions;
 pub use off_cpu::ProgramStats;
-pub use raw::{RawError, RawEvent, RawOffCpu, RawSample, StackEnd, UserRegs, parse_event};
 pub use ring_size::ring_bytes_for;
-pub use sampler::{BpfSampler, EventSource, SamplerOptions};
-pub use thread_times::{RawThread, RawThreadTimes};
+pub use sampler::BpfSampler;

@@ -8,10 +8,13 @@ use aya::Ebpf;
 use aya::maps::{Array, HashMap, MapData, MapError};
 use aya::programs::raw_trace_point::RawTracePointLinkId;
 
+use super::abi::THREAD_SIZE;
+use super::decode::parse_thread;
 use super::error::{BpfError, chain};
 use super::off_cpu_attach::{OffCpuAttach, OffCpuLink};
 use super::programs::{SWITCH_PROGRAM, map_error, missing_program, take_map, tracepoint_program};
-use super::thread_times::{RawThread, THREAD_SIZE};
+use crate::event::OpenThreadTimes;
+use crate::live::machine;
 
 /// Most threads the kernel keeps times for at once (a preallocated hash of ~100 bytes an
 /// entry, ~3 MiB); a thread past it is counted lost at each switch.
@@ -66,9 +69,7 @@ impl OffCpu {
     /// Writes the session start, then attaches the off-CPU sampler before the switch
     /// program (a sample the switch program makes due is then always taken).
     pub(super) fn attach(&mut self, ebpf: &mut Ebpf) -> Result<(), BpfError> {
-        let start = self
-            .session_start_ns
-            .unwrap_or_else(crate::session::monotonic_ns);
+        let start = self.session_start_ns.unwrap_or_else(machine::monotonic_ns);
         self.session
             .set(0, start, 0)
             .map_err(|e| map_error("session", "write", &e))?;
@@ -103,13 +104,13 @@ impl OffCpu {
             .detach(switch)
             .map_err(|e| BpfError::Detach { reason: chain(&e) });
         let sampler = self.attach.detach(ebpf, self.program, sampler);
-        self.end_ns = Some(crate::session::monotonic_ns());
+        self.end_ns = Some(machine::monotonic_ns());
         switch.and(sampler)
     }
 
     /// The threads still in the map, taken out of it (so that an exit from now on writes
     /// no second record of one), and how many values did not decode.
-    pub(super) fn take_threads(&mut self) -> Result<(Vec<(u32, RawThread)>, u64), BpfError> {
+    pub(super) fn take_threads(&mut self) -> Result<(Vec<(u32, OpenThreadTimes)>, u64), BpfError> {
         let tids = self
             .threads
             .keys()
@@ -123,7 +124,7 @@ impl OffCpu {
             if self.threads.remove(&tid).is_err() {
                 continue;
             }
-            match RawThread::parse(&value) {
+            match parse_thread(&value) {
                 Ok(t) => out.push((tid, t)),
                 Err(_) => malformed += 1,
             }

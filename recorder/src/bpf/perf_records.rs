@@ -2,7 +2,7 @@
 //! LOST): pure, bytes in, events out. The kernel writes them, but a malformed record
 //! (a size that runs past the data, a path without its NUL) is skipped, never trusted.
 
-use crate::proc_maps::Mapping;
+use crate::event::Mapping;
 
 /// `perf_event_header.type` values (`include/uapi/linux/perf_event.h`).
 pub const PERF_RECORD_LOST: u32 = 2;
@@ -213,7 +213,7 @@ pub(crate) mod tests {
         };
         assert_eq!(
             (mapping.path.as_str(), mapping.kind()),
-            ("", crate::proc_maps::MappingKind::Anonymous)
+            ("", crate::event::MappingKind::Anonymous)
         );
         let deleted = record(
             PERF_RECORD_MMAP2,

@@ -12,7 +12,7 @@ use super::error::{BpfError, chain, kernel_release};
 use super::off_cpu_attach::{
     FP_OFF_CPU_KPROBE, OffCpuAttach, STACK_OFF_CPU_KPROBE, STACK_OFF_CPU_TRACEPOINT,
 };
-use crate::kernel_names::BpfKernelSymbols;
+use crate::live::kernel_names::BpfKernelSymbols;
 
 /// The frame-pointer-only sampler: `stack_cap == 0`, and every kernel from 5.8.
 pub(super) const FP_SAMPLE_PROGRAM: &str = "hs_sample";

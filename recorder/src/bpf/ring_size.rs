@@ -1,7 +1,7 @@
 //! How big the ring buffer is: sized from the sampling rate, the CPUs and the bytes a
 //! typical sample takes, measured rather than for the worst case.
 
-use super::raw::{
+use super::abi::{
     HEADER_SIZE, MAX_KERNEL_FRAMES, MAX_USER_FRAMES, OFF_CPU_TAIL_SIZE, USER_REGS_SIZE,
 };
 
@@ -56,7 +56,7 @@ pub fn ring_bytes_for(freq_hz: u64, cpus: u64, stack_cap: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bpf::sampler::{SamplerOptions, validate};
+    use crate::bpf::load::{SamplerOptions, validate};
 
     #[test]
     fn ring_follows_the_expected_bytes_per_sample() {

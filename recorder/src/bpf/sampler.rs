@@ -10,116 +10,27 @@ use aya::programs::perf_event::{
 };
 use aya::programs::raw_trace_point::RawTracePointLinkId;
 
-use aya::{Ebpf, EbpfError, EbpfLoader};
+use aya::Ebpf;
 
-use super::btf_subset;
-use super::caps;
-use super::error::{BpfError, chain, kernel_release};
+use super::abi::{
+    HEADER_SIZE, HS_LOST_OFF_CPU, HS_LOST_SAMPLES, HS_LOST_SWITCHES, HS_LOST_TASK_EVENTS,
+};
+use super::decode::parse_event;
+use super::error::{BpfError, chain};
+use super::load::{self, Loaded, SamplerOptions};
 use super::mapping_events::MappingEvents;
-use super::off_cpu::{OffCpu, ProgramStats, THREADS_MAX};
-use super::off_cpu_attach::OffCpuAttach;
+use super::off_cpu::{OffCpu, ProgramStats};
 use super::perf_records::PerfRecord;
 use super::programs::{
-    FP_SAMPLE_PROGRAM, LoadFailure, STACK_SAMPLE_PROGRAM, TASK_PROGRAMS, attach_reason, load_error,
-    load_kernel_symbols, load_programs, map_error, perf_program, take_map, tracepoint_program,
+    STACK_SAMPLE_PROGRAM, TASK_PROGRAMS, attach_reason, map_error, perf_program, take_map,
+    tracepoint_program,
 };
-use super::raw::{HEADER_SIZE, MAX_STACK, RawEvent, parse_event};
-use super::ring_size::max_record_bytes;
-use super::thread_times::RawThread;
 use super::time_order::{self, TimeOrder};
-use crate::kernel_names::BpfKernelSymbols;
-
-/// Built by `tools/build-bpf`; committed so that building the recorder needs no clang.
-static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../ebpf/hotspot.bpf.o");
-
-/// Its per-CPU scratch, sized by the loader, and the off-CPU sampler's.
-const STACK_SCRATCH_MAP: &str = "stack_scratch";
-const OFF_STACK_SCRATCH_MAP: &str = "off_stack_scratch";
-
-// Indices into the `lost` per-CPU array (HS_LOST_* in ebpf/sample.h).
-const LOST_SAMPLES: u32 = 0;
-const LOST_TASK_EVENTS: u32 = 1;
-const LOST_OFF_CPU: u32 = 2;
-const LOST_SWITCHES: u32 = 3;
-
-/// How to sample. Everything here is fixed once [`BpfSampler::load`] returns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SamplerOptions {
-    /// Samples per second per CPU (cpu_clock frequency mode).
-    pub freq_hz: u64,
-    /// Sample every process instead of only the targets (the recorder itself excepted).
-    pub all_processes: bool,
-    /// When a target forks a new process, make the child a target too (in the kernel,
-    /// before the child runs).
-    pub follow_children: bool,
-    /// The recorder's own tgid, never sampled.
-    pub self_tgid: u32,
-    /// Ring-buffer size in bytes: a power of two and a multiple of the page size, and
-    /// room for the largest record `stack_cap` allows.
-    pub ring_bytes: u32,
-    /// Most bytes of user stack each sample copies, from the stack pointer to the top of
-    /// its frames, for the recorder to unwind (at most 65536). 0 is frame-pointer mode:
-    /// no registers, no copy, only the kernel's frame-pointer walk (the program every
-    /// kernel from 5.8 runs; the copying one needs 5.17).
-    pub stack_cap: u32,
-    /// Also record off-CPU time (`--off-cpu`): every traced thread's exact times at
-    /// each context switch, and a sample of the stack it blocked in each time its
-    /// blocked time crosses a period (1 / `freq_hz`). Needs 5.18 (sched_switch's
-    /// `prev_state`), and the `sched_exit_tp` tracepoint (6.16) or kprobes for the stacks
-    /// (see `recorder/src/bpf/off_cpu_attach.rs`).
-    pub off_cpu: bool,
-}
-
-impl Default for SamplerOptions {
-    fn default() -> Self {
-        Self {
-            // Prime, so the tick does not beat against periodic work at round rates.
-            freq_hz: 499,
-            all_processes: false,
-            follow_children: false,
-            self_tgid: std::process::id(),
-            ring_bytes: 8 << 20,
-            stack_cap: MAX_STACK as u32,
-            off_cpu: false,
-        }
-    }
-}
-
-/// The seam the recorder codes against; a fake implements it in tests.
-pub trait EventSource {
-    /// Starts sampling process `tgid` (and, with `follow_children`, its future children).
-    fn add_target(&mut self, tgid: u32) -> Result<(), BpfError>;
-    /// Stops sampling process `tgid`; not an error if it is not a target (e.g. it already exited).
-    fn remove_target(&mut self, tgid: u32) -> Result<(), BpfError>;
-    /// Wait (epoll on the ring buffer fd, no busy loop) up to `timeout`, then drain every available event into `out`.
-    fn poll(&mut self, timeout: Duration, out: &mut Vec<RawEvent>) -> Result<(), BpfError>;
-    /// Samples the kernel dropped, per CPU, cumulative since start.
-    fn lost_per_cpu(&mut self) -> Result<Vec<u64>, BpfError>;
-    /// Stops taking samples; what is already buffered can still be drained. After it the
-    /// lost counters no longer move, so a final read of them is exact.
-    fn stop_sampling(&mut self) -> Result<(), BpfError> {
-        Ok(())
-    }
-    /// Mapping events the kernel dropped, cumulative since start.
-    fn lost_mapping_events(&mut self) -> u64 {
-        0
-    }
-    /// `--off-cpu`: off-CPU samples and thread-times records the kernel dropped, summed
-    /// over CPUs, cumulative since start.
-    fn lost_off_cpu(&mut self) -> Result<u64, BpfError> {
-        Ok(0)
-    }
-    /// `--off-cpu`: when the kernel stopped accounting thread times (monotonic ns; set by
-    /// [`EventSource::stop_sampling`]).
-    fn accounting_end(&self) -> Option<u64> {
-        None
-    }
-    /// `--off-cpu`: the times of the threads still alive (tid, times as the kernel kept
-    /// them), taken out of the kernel: call once, after `stop_sampling`.
-    fn take_thread_times(&mut self) -> Result<Vec<(u32, RawThread)>, BpfError> {
-        Ok(Vec::new())
-    }
-}
+use crate::error::RecorderError;
+use crate::event::{Event, OpenThreadTimes};
+use crate::live::kernel_names::BpfKernelSymbols;
+use crate::live::machine;
+use crate::source::EventSource;
 
 /// The BPF program loaded into the running kernel.
 pub struct BpfSampler {
@@ -149,6 +60,8 @@ pub struct BpfSampler {
     perf_records: Vec<PerfRecord>,
     /// `--off-cpu`'s programs and maps.
     off_cpu: Option<OffCpu>,
+    /// The recorder's own tgid, whose mapping events are dropped.
+    self_tgid: u32,
 }
 
 impl std::fmt::Debug for BpfSampler {
@@ -165,100 +78,13 @@ impl std::fmt::Debug for BpfSampler {
 impl BpfSampler {
     /// Loads the program (targets must be added before `start`), does not attach yet.
     pub fn load(opts: &SamplerOptions) -> Result<Self, BpfError> {
-        validate(opts)?;
-        caps::check()?;
-        raise_memlock_limit();
-
-        // The fork/exec/exit programs read task_struct through CO-RE: the loader
-        // relocates them with the kernel's BTF.
-        let kernel_btf = std::path::Path::new(btf_subset::KERNEL_BTF);
-        if !kernel_btf.exists() {
-            return Err(BpfError::Unsupported {
-                kernel: kernel_release(),
-                feature: "BTF type information (/sys/kernel/btf/vmlinux)",
-                needs: "5.5 with CONFIG_DEBUG_INFO_BTF=y",
-            });
-        }
-
-        let all_processes = u8::from(opts.all_processes);
-        let follow_children = u8::from(opts.follow_children);
-        // The copy's scratch is indexed by CPU number; without the copy one slot is
-        // enough (its 72 KiB per CPU are kernel memory).
-        let stack_scratch_entries = if opts.stack_cap == 0 {
-            1
-        } else {
-            let cpus = aya::util::nr_cpus()
-                .map_err(|(path, source)| BpfError::OnlineCpus { path, source })?;
-            u32::try_from(cpus).unwrap_or(u32::MAX)
-        };
-        // Relocated against the few kernel types the programs read (see btf_subset),
-        // not the whole kernel BTF: parsing that took ~30 ms of CPU and ~18 MB. Should
-        // the subset fail, the loader parses the kernel's BTF itself, as it does by
-        // default. Either way there is one source: the task programs are raw
-        // tracepoints, which attach by name, not by BTF id as tp_btf ones would.
-        let off_cpu = u8::from(opts.off_cpu);
-        let period_ns = 1_000_000_000 / opts.freq_hz;
-        let globals = Globals {
-            all_processes: &all_processes,
-            follow_children: &follow_children,
-            self_tgid: &opts.self_tgid,
-            stack_cap: &opts.stack_cap,
-            off_cpu: &off_cpu,
-            period_ns: &period_ns,
-            ring_bytes: opts.ring_bytes,
-            stack_scratch_entries,
-            off_stack_scratch_entries: if opts.off_cpu {
-                stack_scratch_entries
-            } else {
-                1
-            },
-            // Without --off-cpu the map is never used: one entry, not ~3 MiB.
-            threads_entries: if opts.off_cpu { THREADS_MAX } else { 1 },
-        };
-        let subset = btf_subset::read(kernel_btf).ok();
-        let loaded = match &subset {
-            Some(btf) => load_object(
-                btf_subset::loader_without_kernel_btf().btf(Some(btf)),
-                &globals,
-            ),
-            None => load_object(&mut EbpfLoader::new(), &globals),
-        };
-        let (mut ebpf, btf_subset) = match loaded {
-            Ok(ebpf) => (ebpf, subset.is_some()),
-            // A kernel whose types the subset models wrongly still gets a recorder.
-            Err(_) if subset.is_some() => (
-                load_object(&mut EbpfLoader::new(), &globals).map_err(load_error)?,
-                false,
-            ),
-            Err(e) => return Err(load_error(e)),
-        };
-
-        let sample_program = if opts.stack_cap == 0 {
-            FP_SAMPLE_PROGRAM
-        } else {
-            STACK_SAMPLE_PROGRAM
-        };
-        let off_cpu_program = if opts.off_cpu {
-            let attach = OffCpuAttach::choose(kernel_btf)?;
-            Some((attach, attach.program(opts.stack_cap > 0)))
-        } else {
-            None
-        };
-        // aya does not fail the object's load on a CO-RE field it cannot find: it
-        // poisons the instruction, and the verifier then refuses the program. A subset
-        // that lacks a field the programs read is such a case: parse the whole BTF.
-        let mut loaded = load_programs(&mut ebpf, sample_program, off_cpu_program);
-        let mut btf_subset = btf_subset;
-        if btf_subset && matches!(&loaded, Err(f) if f.poisoned_relocation()) {
-            ebpf = load_object(&mut EbpfLoader::new(), &globals).map_err(load_error)?;
-            btf_subset = false;
-            loaded = load_programs(&mut ebpf, sample_program, off_cpu_program);
-        }
-        loaded.map_err(LoadFailure::into_error)?;
-        // Optional: without it (bpf_snprintf needs 5.13) kernel frames are named from
-        // /proc/kallsyms instead.
-        let kernel_symbols = load_kernel_symbols(&mut ebpf);
-
+        let Loaded {
+            mut ebpf,
+            btf_subset,
+            sample_program,
+            off_cpu_program,
+            kernel_symbols,
+        } = load::load(opts)?;
         let events = RingBuf::try_from(take_map(&mut ebpf, "events")?)
             .map_err(|e| map_error("events", "open", &e))?;
         let targets = HashMap::try_from(take_map(&mut ebpf, "targets")?)
@@ -289,6 +115,7 @@ impl BpfSampler {
             order: TimeOrder::default(),
             perf_records: Vec::new(),
             off_cpu,
+            self_tgid: opts.self_tgid,
         })
     }
 
@@ -389,10 +216,10 @@ impl BpfSampler {
     /// the state the thread left in. Not yet explained; rare (see `switched_out` in
     /// `ebpf/hotspot.bpf.c`).
     pub fn unseen_switches(&mut self) -> Result<u64, BpfError> {
-        Ok(self.read_lost(LOST_SWITCHES)?.iter().sum())
+        Ok(self.read_lost(HS_LOST_SWITCHES)?.iter().sum())
     }
 
-    /// `--off-cpu`: the statistics of the switch programs, `[sched_switch, the sampler]`
+    /// `--off-cpu`: the statistics of the switch programs, `[sched_switch, sched_exit_tp]`
     /// (run time and runs count while the kernel keeps statistics: see
     /// [`BpfSampler::sample_program_run_time`]). `None` without `--off-cpu`.
     pub fn off_cpu_program_stats(&mut self) -> Result<Option<[ProgramStats; 2]>, BpfError> {
@@ -413,7 +240,7 @@ impl BpfSampler {
     /// Fork/exec/exit records the kernel dropped (ring full) plus children it could not
     /// follow (`targets` map full), summed over CPUs.
     pub fn lost_task_events(&mut self) -> Result<u64, BpfError> {
-        Ok(self.read_lost(LOST_TASK_EVENTS)?.iter().sum())
+        Ok(self.read_lost(HS_LOST_TASK_EVENTS)?.iter().sum())
     }
 
     /// The processes currently in the kernel's target set (added by us or by fork
@@ -423,6 +250,26 @@ impl BpfSampler {
             .keys()
             .collect::<Result<Vec<u32>, MapError>>()
             .map_err(|e| map_error("targets", "list", &e))
+    }
+
+    /// Starts sampling process `tgid` (and, with `follow_children`, its future children).
+    pub fn add_target(&mut self, tgid: u32) -> Result<(), BpfError> {
+        self.targets
+            .insert(tgid, 1, 0)
+            .map_err(|e| map_error("targets", &format!("insert {tgid}"), &e))
+    }
+
+    /// Stops sampling process `tgid`; not an error if it is not a target (e.g. it
+    /// already exited).
+    pub fn remove_target(&mut self, tgid: u32) -> Result<(), BpfError> {
+        match self.targets.remove(&tgid) {
+            // The exit program removes exited processes itself; a late remove is fine.
+            Err(MapError::KeyNotFound) | Ok(()) => Ok(()),
+            Err(MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::ENOENT) => {
+                Ok(())
+            }
+            Err(e) => Err(map_error("targets", &format!("remove {tgid}"), &e)),
+        }
     }
 
     /// Names kernel addresses through the kernel itself, for the recorder to keep (it
@@ -508,15 +355,19 @@ impl BpfSampler {
                         time_ns,
                         pid,
                         mapping,
-                    } => self.order.push(RawEvent::Mmap {
+                    } if pid != self.self_tgid => self.order.push(Event::Mmap {
                         time_ns,
                         pid,
                         mapping,
                     }),
-                    PerfRecord::Exec { time_ns, pid } => {
-                        self.order.push(RawEvent::NewImage { time_ns, pid });
+                    PerfRecord::Exec { time_ns, pid } if pid != self.self_tgid => {
+                        self.order.push(Event::NewImage { time_ns, pid });
                     }
-                    PerfRecord::Lost { .. } | PerfRecord::Other => {}
+                    // The recorder's own mappings are none of its business.
+                    PerfRecord::Mmap { .. }
+                    | PerfRecord::Exec { .. }
+                    | PerfRecord::Lost { .. }
+                    | PerfRecord::Other => {}
                 }
             }
         }
@@ -528,7 +379,7 @@ impl BpfSampler {
         if self.cpu_links.is_empty() {
             u64::MAX
         } else {
-            crate::session::monotonic_ns().saturating_sub(time_order::MARGIN_NS)
+            machine::monotonic_ns().saturating_sub(time_order::MARGIN_NS)
         }
     }
 
@@ -559,24 +410,7 @@ impl BpfSampler {
 }
 
 impl EventSource for BpfSampler {
-    fn add_target(&mut self, tgid: u32) -> Result<(), BpfError> {
-        self.targets
-            .insert(tgid, 1, 0)
-            .map_err(|e| map_error("targets", &format!("insert {tgid}"), &e))
-    }
-
-    fn remove_target(&mut self, tgid: u32) -> Result<(), BpfError> {
-        match self.targets.remove(&tgid) {
-            // The exit program removes exited processes itself; a late remove is fine.
-            Err(MapError::KeyNotFound) | Ok(()) => Ok(()),
-            Err(MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::ENOENT) => {
-                Ok(())
-            }
-            Err(e) => Err(map_error("targets", &format!("remove {tgid}"), &e)),
-        }
-    }
-
-    fn poll(&mut self, timeout: Duration, out: &mut Vec<RawEvent>) -> Result<(), BpfError> {
+    fn poll(&mut self, timeout: Duration, out: &mut Vec<Event>) -> Result<(), RecorderError> {
         let mut through = self.cutoff();
         self.drain();
         if !self.order.has_through(through) {
@@ -592,11 +426,11 @@ impl EventSource for BpfSampler {
         self.mapping_events.as_ref().map_or(0, MappingEvents::lost)
     }
 
-    fn lost_per_cpu(&mut self) -> Result<Vec<u64>, BpfError> {
-        self.read_lost(LOST_SAMPLES)
+    fn lost_per_cpu(&mut self) -> Result<Vec<u64>, RecorderError> {
+        Ok(self.read_lost(HS_LOST_SAMPLES)?)
     }
 
-    fn stop_sampling(&mut self) -> Result<(), BpfError> {
+    fn stop_sampling(&mut self) -> Result<(), RecorderError> {
         let switch = self.detach_switch();
         let links = std::mem::take(&mut self.cpu_links);
         if !links.is_empty() {
@@ -606,18 +440,18 @@ impl EventSource for BpfSampler {
                     .map_err(|e| BpfError::Detach { reason: chain(&e) })?;
             }
         }
-        switch
+        Ok(switch?)
     }
 
-    fn lost_off_cpu(&mut self) -> Result<u64, BpfError> {
-        Ok(self.read_lost(LOST_OFF_CPU)?.iter().sum())
+    fn lost_off_cpu(&mut self) -> Result<u64, RecorderError> {
+        Ok(self.read_lost(HS_LOST_OFF_CPU)?.iter().sum())
     }
 
     fn accounting_end(&self) -> Option<u64> {
         self.off_cpu.as_ref().and_then(|o| o.end_ns)
     }
 
-    fn take_thread_times(&mut self) -> Result<Vec<(u32, RawThread)>, BpfError> {
+    fn take_thread_times(&mut self) -> Result<Vec<(u32, OpenThreadTimes)>, RecorderError> {
         let Some(o) = &mut self.off_cpu else {
             return Ok(Vec::new());
         };
@@ -625,80 +459,6 @@ impl EventSource for BpfSampler {
         self.malformed += malformed;
         Ok(threads)
     }
-}
-
-/// What the loader writes into the object before the verifier sees it.
-struct Globals<'a> {
-    all_processes: &'a u8,
-    follow_children: &'a u8,
-    self_tgid: &'a u32,
-    stack_cap: &'a u32,
-    off_cpu: &'a u8,
-    period_ns: &'a u64,
-    ring_bytes: u32,
-    stack_scratch_entries: u32,
-    off_stack_scratch_entries: u32,
-    threads_entries: u32,
-}
-
-fn load_object<'a>(loader: &mut EbpfLoader<'a>, g: &Globals<'a>) -> Result<Ebpf, EbpfError> {
-    loader
-        .override_global("all_processes", g.all_processes, true)
-        .override_global("follow_children", g.follow_children, true)
-        .override_global("self_tgid", g.self_tgid, true)
-        .override_global("stack_cap", g.stack_cap, true)
-        .override_global("off_cpu", g.off_cpu, true)
-        .override_global("period_ns", g.period_ns, true)
-        .map_max_entries("events", g.ring_bytes)
-        .map_max_entries(STACK_SCRATCH_MAP, g.stack_scratch_entries)
-        .map_max_entries(OFF_STACK_SCRATCH_MAP, g.off_stack_scratch_entries)
-        .map_max_entries("threads", g.threads_entries)
-        .load(OBJECT)
-}
-
-pub(super) fn validate(opts: &SamplerOptions) -> Result<(), BpfError> {
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    let page = u32::try_from(page).unwrap_or(4096);
-    if !opts.ring_bytes.is_power_of_two() || opts.ring_bytes < page {
-        return Err(BpfError::InvalidOptions(format!(
-            "ring_bytes {} must be a power of two of at least the page size ({page})",
-            opts.ring_bytes
-        )));
-    }
-    if opts.freq_hz == 0 {
-        return Err(BpfError::InvalidOptions(
-            "freq_hz must be at least 1".to_owned(),
-        ));
-    }
-    if opts.stack_cap as usize > MAX_STACK {
-        return Err(BpfError::InvalidOptions(format!(
-            "stack_cap {} is above the {MAX_STACK} bytes the BPF program can copy",
-            opts.stack_cap
-        )));
-    }
-    // A ring that cannot hold the largest record would drop every deep sample. The
-    // kernel adds an 8-byte header to each record.
-    let largest = max_record_bytes(opts.stack_cap) + 8;
-    if opts.ring_bytes < largest {
-        return Err(BpfError::InvalidOptions(format!(
-            "ring_bytes {} cannot hold a {largest}-byte sample (stack_cap {}): use a larger ring or a smaller cap",
-            opts.ring_bytes, opts.stack_cap
-        )));
-    }
-    Ok(())
-}
-
-/// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK, whose default (64 KiB) is far
-/// below an 8 MiB ring. Newer kernels ignore it, so failing to raise it is not an error:
-/// if it mattered, map creation reports EPERM.
-fn raise_memlock_limit() {
-    let unlimited = libc::rlimit {
-        rlim_cur: libc::RLIM_INFINITY,
-        rlim_max: libc::RLIM_INFINITY,
-    };
-    // SAFETY: setrlimit only reads the struct we pass.
-    let _ = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &unlimited) };
 }
 
 /// Adds `fd` to the epoll set, readable-level.
@@ -741,55 +501,4 @@ fn epoll_for(events: &RingBuf<MapData>) -> io::Result<OwnedFd> {
         return Err(io::Error::last_os_error());
     }
     Ok(epoll)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rejects_bad_ring_sizes_and_frequencies() {
-        let bad_ring = SamplerOptions {
-            ring_bytes: 3 << 20,
-            ..SamplerOptions::default()
-        };
-        assert!(matches!(
-            validate(&bad_ring),
-            Err(BpfError::InvalidOptions(_))
-        ));
-        let tiny_ring = SamplerOptions {
-            ring_bytes: 1024,
-            ..SamplerOptions::default()
-        };
-        assert!(validate(&tiny_ring).is_err());
-        let no_freq = SamplerOptions {
-            freq_hz: 0,
-            ..SamplerOptions::default()
-        };
-        assert!(validate(&no_freq).is_err());
-        assert!(validate(&SamplerOptions::default()).is_ok());
-    }
-
-    #[test]
-    fn stack_cap_is_bounded_and_must_fit_the_ring() {
-        let over = SamplerOptions {
-            stack_cap: 65537,
-            ..SamplerOptions::default()
-        };
-        assert!(matches!(validate(&over), Err(BpfError::InvalidOptions(m)) if m.contains("65536")));
-        // A page of ring holds any frame-pointer record, not a 64 KiB stack.
-        let page_ring = |stack_cap| SamplerOptions {
-            ring_bytes: 4096,
-            stack_cap,
-            ..SamplerOptions::default()
-        };
-        assert!(validate(&page_ring(0)).is_ok());
-        assert!(validate(&page_ring(1024)).is_ok());
-        assert!(matches!(
-            validate(&page_ring(65536)),
-            Err(BpfError::InvalidOptions(m)) if m.contains("stack_cap 65536")
-        ));
-        assert_eq!(max_record_bytes(0), 48 + 48 + 254 * 8 + 8);
-        assert_eq!(max_record_bytes(65536), 48 + 48 + 254 * 8 + 8 + 65536);
-    }
 }

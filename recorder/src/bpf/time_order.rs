@@ -9,7 +9,7 @@
 //! been read, every event timed before the read began, less a margin, is there: those
 //! go out, sorted; the rest wait for the next read.
 
-use super::raw::RawEvent;
+use crate::event::Event;
 
 /// How far behind the start of a read events are held back: far more than an event
 /// takes to reach its ring (microseconds), little against a drain's 100 ms.
@@ -18,11 +18,11 @@ pub const MARGIN_NS: u64 = 10_000_000;
 /// Events read but not handed out yet.
 #[derive(Debug, Default)]
 pub struct TimeOrder {
-    held: Vec<RawEvent>,
+    held: Vec<Event>,
 }
 
 impl TimeOrder {
-    pub fn push(&mut self, ev: RawEvent) {
+    pub fn push(&mut self, ev: Event) {
         self.held.push(ev);
     }
 
@@ -33,9 +33,9 @@ impl TimeOrder {
 
     /// Moves every held event timed at or before `through` into `out`, oldest first
     /// (events with equal times keep the order they were read in).
-    pub fn release(&mut self, through: u64, out: &mut Vec<RawEvent>) {
+    pub fn release(&mut self, through: u64, out: &mut Vec<Event>) {
         // Nearly sorted already (two or three sorted runs): the stable sort merges them.
-        self.held.sort_by_key(RawEvent::time_ns);
+        self.held.sort_by_key(Event::time_ns);
         let n = self.held.partition_point(|e| e.time_ns() <= through);
         out.extend(self.held.drain(..n));
     }
@@ -45,8 +45,8 @@ impl TimeOrder {
 mod tests {
     use super::*;
 
-    fn exit(time_ns: u64, pid: u32) -> RawEvent {
-        RawEvent::Exit { time_ns, pid }
+    fn exit(time_ns: u64, pid: u32) -> Event {
+        Event::Exit { time_ns, pid }
     }
 
     #[test]

@@ -11,11 +11,10 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use hotspot_recorder::bpf::raw::{HEADER_SIZE, USER_REGS_SIZE};
-use hotspot_recorder::bpf::{
-    BpfError, BpfSampler, EventSource, RawEvent, RawSample, SamplerOptions, StackEnd, UserRegs,
-    ring_bytes_for,
-};
+use hotspot_recorder::bpf::abi::{HEADER_SIZE, USER_REGS_SIZE};
+use hotspot_recorder::bpf::{BpfError, BpfSampler, SamplerOptions, ring_bytes_for};
+use hotspot_recorder::event::{Event, StackEnd, StackSample, UserRegs};
+use hotspot_recorder::source::EventSource;
 
 mod off_cpu;
 mod stacks;
@@ -153,7 +152,7 @@ fn kernel_names_from_bpf_match_kallsyms() -> Result<()> {
     addrs.sort_unstable();
     addrs.dedup();
     ensure!(addrs.len() >= 5, "only {} kernel addresses", addrs.len());
-    let table = hotspot_recorder::kernel_names::Kallsyms::read(Path::new("/proc/kallsyms"))?;
+    let table = hotspot_recorder::live::kernel_names::Kallsyms::read(Path::new("/proc/kallsyms"))?;
     ensure!(
         !table.is_empty(),
         "/proc/kallsyms shows no addresses to root"
@@ -184,7 +183,7 @@ fn kernel_names_from_bpf_match_kallsyms() -> Result<()> {
     Ok(())
 }
 
-fn run_fork_target(follow_children: bool) -> Result<(u32, u32, Vec<RawEvent>, BpfSampler)> {
+fn run_fork_target(follow_children: bool) -> Result<(u32, u32, Vec<Event>, BpfSampler)> {
     let mut sampler = sampler(SamplerOptions {
         follow_children,
         ..opts()
@@ -214,7 +213,9 @@ fn follows_forked_children() -> Result<()> {
     );
     let (parent, child, events, _sampler) = run_fork_target(true)?;
     ensure!(
-        events.iter().any(|e| matches!(e, RawEvent::Fork { parent: p, child: c, .. } if *p == parent && *c == child)),
+        events.iter().any(
+            |e| matches!(e, Event::Fork { parent: p, child: c, .. } if *p == parent && *c == child)
+        ),
         "no Fork {{ parent: {parent}, child: {child} }} event"
     );
     let from_child = samples(&events).iter().filter(|s| s.pid == child).count();
@@ -232,7 +233,7 @@ fn follows_forked_children() -> Result<()> {
     ensure!(
         events
             .iter()
-            .any(|e| matches!(e, RawEvent::Exit { pid, .. } if *pid == child))
+            .any(|e| matches!(e, Event::Exit { pid, .. } if *pid == child))
     );
     Ok(())
 }
@@ -242,7 +243,7 @@ fn does_not_follow_children_unless_asked() -> Result<()> {
     let _serial = serial();
     let (parent, child, events, sampler) = run_fork_target(false)?;
     ensure!(
-        !events.iter().any(|e| matches!(e, RawEvent::Fork { .. })),
+        !events.iter().any(|e| matches!(e, Event::Fork { .. })),
         "Fork event without follow_children"
     );
     ensure!(
@@ -295,14 +296,16 @@ fn threads_are_not_mistaken_for_children() -> Result<()> {
         ensure!(
             !events
                 .iter()
-                .any(|e| matches!(e, RawEvent::Fork { child, .. } if child == tid)),
+                .any(|e| matches!(e, Event::Fork { child, .. } if child == tid)),
             "thread {tid} reported as a forked child"
         );
     }
     ensure!(targets.contains(&pid));
     // exec keeps the pid and renames the process.
     ensure!(
-        events.iter().any(|e| matches!(e, RawEvent::Exec { pid: p, comm: c, .. } if *p == pid && *c == comm("busy"))),
+        events.iter().any(
+            |e| matches!(e, Event::Exec { pid: p, comm: c, .. } if *p == pid && *c == comm("busy"))
+        ),
         "no Exec event for pid {pid}"
     );
     Ok(())
@@ -318,7 +321,7 @@ fn reports_the_exit_of_a_target() -> Result<()> {
     let events = collect_until(
         &mut sampler,
         Duration::from_secs(5),
-        |e| matches!(e, RawEvent::Exit { pid: p, .. } if *p == pid),
+        |e| matches!(e, Event::Exit { pid: p, .. } if *p == pid),
     )?;
     child.wait()?;
     ensure!(!samples(&events).is_empty());

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use hotspot_format::ThreadState;
-use hotspot_recorder::bpf::{
-    BpfSampler, EventSource, RawEvent, RawOffCpu, RawThread, SamplerOptions,
-};
+use hotspot_recorder::bpf::{BpfSampler, SamplerOptions};
+use hotspot_recorder::event::{BlockedSample, Event, OpenThreadTimes};
+use hotspot_recorder::source::EventSource;
 
 use super::support::*;
 
@@ -62,11 +62,11 @@ fn off_cpu_opts(stack_cap: u32) -> SamplerOptions {
 }
 
 /// The threads left in the kernel's map at the end: (tid, times).
-type Live = Vec<(u32, RawThread)>;
+type Live = Vec<(u32, OpenThreadTimes)>;
 
 /// Runs the workload with `args` as a target to its end; returns every event, then the
 /// thread times left in the kernel.
-fn record(sampler: &mut BpfSampler, args: &[&str]) -> Result<(Vec<RawEvent>, Live)> {
+fn record(sampler: &mut BpfSampler, args: &[&str]) -> Result<(Vec<Event>, Live)> {
     let mut child = Command::new(sleeper()?).args(args).spawn()?;
     sampler.add_target(child.id())?;
     let mut events = Vec::new();
@@ -81,11 +81,11 @@ fn record(sampler: &mut BpfSampler, args: &[&str]) -> Result<(Vec<RawEvent>, Liv
     Ok((events, live))
 }
 
-fn off_cpu_samples(events: &[RawEvent], tid: u32) -> Vec<&RawOffCpu> {
+fn off_cpu_samples(events: &[Event], tid: u32) -> Vec<&BlockedSample> {
     events
         .iter()
         .filter_map(|e| match e {
-            RawEvent::OffCpu(o) if o.sample.tid == tid => Some(o),
+            Event::OffCpu(o) if o.sample.tid == tid => Some(o),
             _ => None,
         })
         .collect()
@@ -100,7 +100,7 @@ fn a_thread_that_sleeps_half_the_time_gets_exact_times_and_samples_for_all_of_it
         let exits: Vec<_> = events
             .iter()
             .filter_map(|e| match e {
-                RawEvent::ThreadTimes { tid, times } => Some((*tid, *times)),
+                Event::ThreadTimes { tid, times } => Some((*tid, *times)),
                 _ => None,
             })
             .collect();
@@ -192,10 +192,10 @@ fn switch_programs_cost_little_per_switch_and_to_verify() -> Result<()> {
         .context("no off-CPU programs")?;
     let exits = events
         .iter()
-        .filter(|e| matches!(e, RawEvent::ThreadTimes { .. }))
+        .filter(|e| matches!(e, Event::ThreadTimes { .. }))
         .count();
     ensure!(
-        exits == 2 && live.iter().all(|(_, t)| t.tgid != 0),
+        exits == 2 && live.iter().all(|(_, t)| t.pid != 0),
         "{exits} exits"
     );
     for s in stats {

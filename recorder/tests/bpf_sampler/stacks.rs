@@ -50,7 +50,7 @@ pub(crate) fn stack_mapping(maps: &[Mapping]) -> Result<&Mapping> {
 /// Checks the copy ended by `want`, allowing a copy ended by a fault at a page
 /// boundary (a stack page that is not resident, e.g. being migrated) in at most 1% of
 /// the samples.
-pub(crate) fn check_ends(samples: &[&RawSample], want: StackEnd) -> Result<()> {
+pub(crate) fn check_ends(samples: &[&StackSample], want: StackEnd) -> Result<()> {
     let mut faults = 0;
     for s in samples {
         if s.stack_end == want {
@@ -80,7 +80,7 @@ pub(crate) fn main_stack_top(pid: u32) -> Result<u64> {
     Ok(stat_field(pid, 28)? + 8)
 }
 
-pub(crate) fn regs_of(s: &RawSample) -> Result<UserRegs> {
+pub(crate) fn regs_of(s: &StackSample) -> Result<UserRegs> {
     s.regs
         .with_context(|| format!("sample without user registers: {s:?}"))
 }
@@ -421,7 +421,7 @@ pub(crate) fn kernel_mode_samples_carry_the_tasks_user_registers() -> Result<()>
         .filter(|m| m.path == bin && m.perms.contains('x'))
         .collect();
     let samples = samples(&events);
-    let in_kernel: Vec<&RawSample> = samples
+    let in_kernel: Vec<&StackSample> = samples
         .iter()
         .copied()
         .filter(|s| !s.kernel.is_empty())

@@ -144,7 +144,7 @@ pub(crate) fn opts() -> SamplerOptions {
 }
 
 /// Polls for `duration`, collecting everything.
-pub(crate) fn collect(sampler: &mut BpfSampler, duration: Duration) -> Result<Vec<RawEvent>> {
+pub(crate) fn collect(sampler: &mut BpfSampler, duration: Duration) -> Result<Vec<Event>> {
     let mut events = Vec::new();
     let end = Instant::now() + duration;
     while let Some(left) = end.checked_duration_since(Instant::now()) {
@@ -157,8 +157,8 @@ pub(crate) fn collect(sampler: &mut BpfSampler, duration: Duration) -> Result<Ve
 pub(crate) fn collect_until(
     sampler: &mut BpfSampler,
     limit: Duration,
-    done: impl Fn(&RawEvent) -> bool,
-) -> Result<Vec<RawEvent>> {
+    done: impl Fn(&Event) -> bool,
+) -> Result<Vec<Event>> {
     let mut events = Vec::new();
     let end = Instant::now() + limit;
     loop {
@@ -176,11 +176,11 @@ pub(crate) fn collect_until(
     }
 }
 
-pub(crate) fn samples(events: &[RawEvent]) -> Vec<&RawSample> {
+pub(crate) fn samples(events: &[Event]) -> Vec<&StackSample> {
     events
         .iter()
         .filter_map(|e| match e {
-            RawEvent::Sample(s) => Some(s),
+            Event::Sample(s) => Some(s),
             _ => None,
         })
         .collect()

@@ -1,0 +1,597 @@
+//! The recording core: one [`Converter`] that turns [`Event`]s into a capture, one
+//! `handle_*` method per kind of event, with the tables events are normalised against
+//! (processes, mappings, modules, frames and stacks), the symbol worker and the writer.
+//! It knows nothing of where events come from (no BPF) nor of the machine beyond what
+//! its [`Host`] answers (no `/proc`): a source and a host are all a new way in needs.
+
+pub(crate) mod frame_table;
+pub(crate) mod mapping_table;
+pub(crate) mod module_table;
+pub(crate) mod normalizer;
+pub(crate) mod process_table;
+mod symbols;
+pub(crate) mod user_stack;
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use hotspot_format::{
+    FrameId, Lost, LostMappings, LostOffCpu, OffCpu, OffCpuSample, ProcessExit, Record, Sample,
+    ThreadState, UnwindMethod, Unwinding, Writer,
+};
+use hotspot_unwind::{CopyEnd, Regs, StackCopy};
+
+use crate::error::RecorderError;
+use crate::event::{
+    BlockedSample, Event, Mapping, OpenThreadTimes, StackEnd, StackSample, comm_str,
+};
+use crate::host::Host;
+use crate::sink::VecSink;
+use crate::symbol_worker::SymbolWorker;
+use mapping_table::MappingTable;
+use normalizer::{Normalizer, Sampled, UserPart};
+use process_table::ProcessTable;
+use user_stack::UserSample;
+
+/// What the core is told besides its events.
+#[derive(Debug, Clone)]
+pub struct ConvertConfig {
+    /// The processes recorded from the start (their forks join them).
+    pub targets: Vec<u32>,
+    /// Every process is recorded.
+    pub all_processes: bool,
+    /// Where separate debug files are looked up by build-id.
+    pub debug_dirs: Vec<PathBuf>,
+    /// Bytes of user stack copied per sample, unwound here with call-frame information;
+    /// 0: user stacks are frame-pointer walks.
+    pub stack_cap: u32,
+    /// `--off-cpu`: the ns one off-CPU period stands for (the capture's `OffCpu`
+    /// definition); `None`: the capture has no off-CPU data.
+    pub off_cpu_period_ns: Option<u64>,
+}
+
+impl Default for ConvertConfig {
+    fn default() -> Self {
+        ConvertConfig {
+            targets: Vec::new(),
+            all_processes: false,
+            debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            stack_cap: 0,
+            off_cpu_period_ns: None,
+        }
+    }
+}
+
+/// Running totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub samples: u64,
+    /// Samples the source lost.
+    pub lost: u64,
+    /// Mapping events the source lost.
+    pub lost_mappings: u64,
+    /// `--off-cpu`: off-CPU samples written, and off-CPU records the source lost.
+    pub off_cpu_samples: u64,
+    pub lost_off_cpu: u64,
+}
+
+/// What the finished capture holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub counts: Counts,
+    pub processes: usize,
+    pub threads: usize,
+    pub stacks: usize,
+    pub frames: usize,
+    /// Kernel frames needed names and the host had none (no privilege).
+    pub kernel_names_missing: bool,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// The core before its capture exists: what takes time to set up (the symbol worker),
+/// and what is learnt of the targets before the first event (see [`Core::track`]).
+#[derive(Debug)]
+pub struct Core {
+    cfg: ConvertConfig,
+    host: Box<dyn Host>,
+    procs: ProcessTable,
+    maps: MappingTable,
+    norm: Normalizer,
+    worker: SymbolWorker,
+    /// Records made before the writer existed.
+    pending: Vec<Record>,
+    /// Commands the recorder started, and when it saw their exec done (see
+    /// `Traced::before_exec`).
+    before_exec: HashMap<u32, u64>,
+}
+
+impl Core {
+    pub fn new(cfg: ConvertConfig, mut host: Box<dyn Host>) -> Result<Self, RecorderError> {
+        let vdso: Option<Arc<[u8]>> = host.vdso_image().map(Arc::from);
+        let mut norm = Normalizer::default();
+        // How stacks are unwound comes first in the capture, after the session header.
+        let mut defs = VecSink::default();
+        let unwinding = if cfg.stack_cap > 0 {
+            let markers = norm.enable_cfi(cfg.debug_dirs.clone(), vdso.clone(), &mut defs)?;
+            Unwinding {
+                method: UnwindMethod::Cfi,
+                stack_cap: cfg.stack_cap,
+                markers: Some(markers),
+            }
+        } else {
+            Unwinding::default()
+        };
+        let mut pending = vec![Record::Unwinding(unwinding)];
+        if let Some(period_ns) = cfg.off_cpu_period_ns {
+            pending.push(Record::OffCpu(OffCpu { period_ns }));
+        }
+        pending.append(&mut defs.records);
+        let worker = SymbolWorker::start(cfg.debug_dirs.clone(), vdso).map_err(|source| {
+            RecorderError::Io {
+                path: "symbol worker thread".into(),
+                source,
+            }
+        })?;
+        Ok(Core {
+            cfg,
+            host,
+            procs: ProcessTable::default(),
+            maps: MappingTable::default(),
+            norm,
+            worker,
+            pending,
+            before_exec: HashMap::new(),
+        })
+    }
+
+    /// Asks the host about a target now (call right after a command's exec): a command
+    /// that exits quickly is gone before its first samples are drained.
+    pub fn track(&mut self, pid: u32) {
+        let now = self.host.now_ns();
+        let (_, new) = self.procs.ensure(pid, "", now, &mut *self.host);
+        if let Some(p) = new {
+            self.pending.push(Record::Process(p));
+        }
+        self.maps.snapshot(pid, &mut *self.host);
+    }
+
+    /// [`Core::track`] for a command the recorder started, called once its exec is done:
+    /// the command is a target from before its exec (so that its first instruction is
+    /// sampled), and what is sampled of it until the exec renames it is the recorder's own
+    /// fork, not the command (see `Traced::before_exec`).
+    pub fn track_command(&mut self, pid: u32) {
+        self.track(pid);
+        let now = self.host.now_ns();
+        self.before_exec.insert(pid, now);
+    }
+
+    /// The host's clock.
+    pub fn now_ns(&self) -> u64 {
+        self.host.now_ns()
+    }
+}
+
+/// The processes whose events count.
+#[derive(Debug)]
+struct Traced {
+    /// The targets and the children they forked, while they live (checked once a
+    /// flush too, in case an exit event was lost): recording ends when none is left.
+    live: HashSet<u32>,
+    /// The same until their exit event is handled: events still queued from a process
+    /// that has just died count.
+    known: HashSet<u32>,
+    /// Every process is traced.
+    all: bool,
+    /// Commands the recorder started, until their exec: a tick in the exec before the
+    /// kernel renames the process (most often while it frees the child's copy of the
+    /// recorder's memory) is the recorder's fork, named after the recorder, its user stack
+    /// in the recorder's image; it is the recorder's own time, never sampled elsewhere.
+    /// The exec ends at the first exec event handled (events are in time order), or
+    /// at the time kept here, when the recorder saw the exec done, should both be lost.
+    before_exec: HashMap<u32, u64>,
+}
+
+impl Traced {
+    fn has(&self, pid: u32) -> bool {
+        self.all || self.known.contains(&pid)
+    }
+
+    /// True for a sample of a command the recorder started that was taken before its exec.
+    fn before_exec(&mut self, pid: u32, time_ns: u64) -> bool {
+        match self.before_exec.get(&pid) {
+            Some(&done) if time_ns < done => true,
+            Some(_) => {
+                self.before_exec.remove(&pid);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// `pid` exec'd: what follows is the program it runs.
+    fn exec(&mut self, pid: u32) {
+        self.before_exec.remove(&pid);
+    }
+}
+
+/// What a sample stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SampleClass {
+    /// A tick on the CPU: one period.
+    OnCpu,
+    /// Blocked time that crossed `periods` periods, in `state`.
+    OffCpu { periods: u32, state: ThreadState },
+}
+
+/// One capture in the making: events come in through the `handle_*` methods, in time
+/// order; [`Converter::finish`] writes the end.
+#[derive(Debug)]
+pub struct Converter<W: Write> {
+    core: Core,
+    writer: Writer<W>,
+    traced: Traced,
+    /// Scratch for one sample's frames.
+    frames: Vec<FrameId>,
+    counts: Counts,
+    /// Samples lost per CPU as last told, to write only what is new.
+    lost_seen: Vec<u64>,
+    /// When the source stopped accounting thread times, once it has.
+    accounting_end: Option<u64>,
+    /// Threads whose times were written accounted to the end (exits written after
+    /// accounting stopped): the live threads at the end skip them.
+    closed_at_end: HashSet<u32>,
+}
+
+impl<W: Write> Converter<W> {
+    /// Starts writing: the records made before the writer existed go first.
+    pub fn new(core: Core, mut writer: Writer<W>) -> Result<Self, RecorderError> {
+        let mut core = core;
+        for r in core.pending.drain(..) {
+            writer.push(r)?;
+        }
+        let traced = Traced {
+            live: core.cfg.targets.iter().copied().collect(),
+            known: core.cfg.targets.iter().copied().collect(),
+            all: core.cfg.all_processes,
+            before_exec: std::mem::take(&mut core.before_exec),
+        };
+        Ok(Converter {
+            core,
+            writer,
+            traced,
+            frames: Vec::new(),
+            counts: Counts::default(),
+            lost_seen: Vec::new(),
+            accounting_end: None,
+            closed_at_end: HashSet::new(),
+        })
+    }
+
+    /// Handles one event.
+    pub fn handle(&mut self, ev: Event) -> Result<(), RecorderError> {
+        match ev {
+            Event::Sample(s) => self.handle_sample(&s),
+            Event::OffCpu(o) => self.handle_off_cpu(&o),
+            Event::ThreadTimes { tid, times } => self.handle_thread_times(tid, &times),
+            Event::Fork {
+                time_ns,
+                parent,
+                child,
+            } => {
+                self.handle_fork(time_ns, parent, child);
+                Ok(())
+            }
+            Event::Exec { time_ns, pid, comm } => self.handle_exec(time_ns, pid, &comm_str(&comm)),
+            Event::Exit { time_ns, pid } => self.handle_exit(time_ns, pid),
+            Event::Mmap {
+                time_ns,
+                pid,
+                mapping,
+            } => {
+                self.handle_mmap(time_ns, pid, mapping);
+                Ok(())
+            }
+            Event::NewImage { time_ns, pid } => {
+                self.handle_new_image(time_ns, pid);
+                Ok(())
+            }
+        }
+    }
+
+    /// A tick's sample: its process and thread if new, its stack, the sample itself.
+    pub fn handle_sample(&mut self, s: &StackSample) -> Result<(), RecorderError> {
+        self.sample(s, SampleClass::OnCpu)
+    }
+
+    /// An off-CPU sample: the same, minus the sampler's own frames at the kernel leaf.
+    pub fn handle_off_cpu(&mut self, o: &BlockedSample) -> Result<(), RecorderError> {
+        self.sample(
+            &o.sample,
+            SampleClass::OffCpu {
+                periods: o.periods,
+                state: o.state,
+            },
+        )
+    }
+
+    /// One sample of either class: the stack is normalised the same way.
+    fn sample(&mut self, s: &StackSample, class: SampleClass) -> Result<(), RecorderError> {
+        if self.traced.before_exec(s.pid, s.time_ns) {
+            return Ok(());
+        }
+        let Core {
+            host,
+            procs,
+            maps,
+            norm,
+            ..
+        } = &mut self.core;
+        let host = &mut **host;
+        let writer = &mut self.writer;
+        let comm = comm_str(&s.comm);
+        let (_, new_proc) = procs.ensure(s.pid, &comm, s.time_ns, host);
+        if let Some(p) = new_proc {
+            writer.push(Record::Process(p))?;
+        }
+        if let Some(t) = procs.thread_seen(s.tid, s.pid, &comm, s.time_ns) {
+            writer.push(Record::Thread(t))?;
+        }
+        self.frames.clear();
+        let kernel = match class {
+            SampleClass::OnCpu => &s.kernel[..],
+            SampleClass::OffCpu { .. } => &s.kernel[norm.tracing_frames(&s.kernel, host)..],
+        };
+        let sampled = Sampled {
+            pid: s.pid,
+            time_ns: s.time_ns,
+            kernel,
+            user: user_part(s),
+        };
+        norm.stack(sampled, maps, host, writer, &mut self.frames)?;
+        let stack = norm.stack_id(&self.frames, writer)?;
+        let sample = Sample {
+            time_ns: s.time_ns,
+            tid: s.tid,
+            cpu: s.cpu,
+            stack,
+        };
+        match class {
+            SampleClass::OnCpu => {
+                writer.push_sample(sample)?;
+                self.counts.samples += 1;
+            }
+            SampleClass::OffCpu { periods, state } => {
+                writer.push_off_cpu_sample(OffCpuSample {
+                    sample,
+                    periods,
+                    state,
+                })?;
+                self.counts.off_cpu_samples += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// A thread exited: its exact times. One the source wrote after it stopped
+    /// accounting is cut back to that end (and is no exit within the recording).
+    pub fn handle_thread_times(
+        &mut self,
+        tid: u32,
+        times: &OpenThreadTimes,
+    ) -> Result<(), RecorderError> {
+        let end = self
+            .accounting_end
+            .map_or(times.last_ns, |end| end.min(times.last_ns));
+        let t = times.closed_at(tid, end, true);
+        if !t.exited {
+            self.closed_at_end.insert(tid);
+        }
+        self.writer.push(Record::ThreadTimes(t))?;
+        Ok(())
+    }
+
+    /// The source stopped accounting thread times at `end_ns` (`None`: it never did).
+    pub fn handle_accounting_end(&mut self, end_ns: Option<u64>) {
+        self.accounting_end = end_ns;
+    }
+
+    /// The threads alive at the end, accounted to it.
+    pub fn handle_live_threads(
+        &mut self,
+        live: Vec<(u32, OpenThreadTimes)>,
+    ) -> Result<(), RecorderError> {
+        let end = self
+            .accounting_end
+            .unwrap_or_else(|| self.core.host.now_ns());
+        for (tid, times) in live {
+            if self.closed_at_end.contains(&tid) {
+                continue;
+            }
+            let t = times.closed_at(tid, end, false);
+            self.writer.push(Record::ThreadTimes(t))?;
+        }
+        Ok(())
+    }
+
+    /// A traced process forked: the child is traced and inherits its mappings.
+    pub fn handle_fork(&mut self, time_ns: u64, parent: u32, child: u32) {
+        self.traced.live.insert(child);
+        self.traced.known.insert(child);
+        self.core
+            .maps
+            .fork(parent, child, time_ns, &mut *self.core.host);
+    }
+
+    /// A process exec'd: its new name.
+    pub fn handle_exec(&mut self, time_ns: u64, pid: u32, comm: &str) -> Result<(), RecorderError> {
+        self.traced.exec(pid);
+        let core = &mut self.core;
+        if let Some(rec) = core.procs.exec(pid, comm, time_ns, &mut *core.host) {
+            self.writer.push(Record::Process(rec))?;
+        }
+        Ok(())
+    }
+
+    pub fn handle_exit(&mut self, time_ns: u64, pid: u32) -> Result<(), RecorderError> {
+        self.core.maps.exit(pid);
+        self.traced.live.remove(&pid);
+        self.traced.known.remove(&pid);
+        self.writer
+            .push(Record::ProcessExit(ProcessExit { pid, time_ns }))?;
+        Ok(())
+    }
+
+    /// Mapping events come for every process on the machine: only traced ones count.
+    pub fn handle_mmap(&mut self, time_ns: u64, pid: u32, mapping: Mapping) {
+        if self.traced.has(pid) {
+            let core = &mut self.core;
+            core.maps.mmap(pid, mapping, time_ns, &mut *core.host);
+        }
+    }
+
+    /// A traced process replaced its image (exec): its old mappings are gone.
+    pub fn handle_new_image(&mut self, time_ns: u64, pid: u32) {
+        self.traced.exec(pid);
+        if self.traced.has(pid) {
+            self.core.maps.exec(pid, time_ns);
+        }
+    }
+
+    /// The source's count of lost samples per CPU, cumulative: what is new is written.
+    pub fn handle_lost_samples(&mut self, per_cpu: &[u64]) -> Result<(), RecorderError> {
+        let now = self.core.host.now_ns();
+        let seen = &mut self.lost_seen;
+        seen.resize(per_cpu.len().max(seen.len()), 0);
+        for (cpu, (&now_count, seen)) in per_cpu.iter().zip(seen.iter_mut()).enumerate() {
+            let delta = now_count.saturating_sub(*seen);
+            if delta > 0 {
+                *seen = now_count;
+                self.counts.lost += delta;
+                self.writer.push(Record::Lost(Lost {
+                    time_ns: now,
+                    cpu: cpu as u32,
+                    count: delta,
+                }))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The source's count of lost off-CPU records, cumulative.
+    pub fn handle_lost_off_cpu(&mut self, total: u64) -> Result<(), RecorderError> {
+        if total > self.counts.lost_off_cpu {
+            self.writer.push(Record::LostOffCpu(LostOffCpu {
+                time_ns: self.core.host.now_ns(),
+                count: total - self.counts.lost_off_cpu,
+            }))?;
+            self.counts.lost_off_cpu = total;
+        }
+        Ok(())
+    }
+
+    /// The source's count of lost mapping events, cumulative. From the first loss on,
+    /// a lookup that misses may ask the host, which may still explain it.
+    pub fn handle_lost_mappings(&mut self, total: u64) -> Result<(), RecorderError> {
+        if total > self.counts.lost_mappings {
+            self.writer.push(Record::LostMappings(LostMappings {
+                time_ns: self.core.host.now_ns(),
+                count: total - self.counts.lost_mappings,
+            }))?;
+            self.counts.lost_mappings = total;
+            self.core.maps.events_were_lost();
+        }
+        Ok(())
+    }
+
+    /// Sends new frames to the symboliser and writes the names that are ready.
+    pub fn exchange_symbols(&mut self) -> Result<(), RecorderError> {
+        let batch = self.core.norm.take_symbol_requests();
+        self.core.worker.submit(batch);
+        symbols::push(self.core.worker.ready(), &mut self.writer)
+    }
+
+    /// Ends the current block: what was written so far is on disk.
+    pub fn flush_block(&mut self) -> Result<(), RecorderError> {
+        self.writer.flush_block()?;
+        Ok(())
+    }
+
+    /// Drops targets the host says are gone (in case their exit event was lost).
+    pub fn forget_exited_targets(&mut self) {
+        if !self.traced.all {
+            let host = &mut self.core.host;
+            self.traced.live.retain(|&pid| host.alive(pid));
+        }
+    }
+
+    /// Every target (and every child) has exited.
+    pub fn targets_gone(&self) -> bool {
+        !self.traced.all && self.traced.live.is_empty()
+    }
+
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    pub fn bytes_written(&self) -> u64 {
+        self.writer.bytes_written()
+    }
+
+    /// Waits for the last names, writes them and the capture's end.
+    pub fn finish(self) -> Result<(Totals, W), RecorderError> {
+        let Converter {
+            core,
+            mut writer,
+            counts,
+            ..
+        } = self;
+        let Core {
+            host,
+            procs,
+            norm,
+            worker,
+            ..
+        } = core;
+        symbols::push(worker.finish(), &mut writer)?;
+        let totals = Totals {
+            counts,
+            processes: procs.process_count(),
+            threads: procs.thread_count(),
+            stacks: norm.stack_count(),
+            frames: norm.frame_count(),
+            kernel_names_missing: host.kernel_names_missing(),
+            bytes: writer.bytes_written(),
+        };
+        let out = writer.finish(host.wall_ns(), host.now_ns(), counts.lost)?;
+        Ok((totals, out))
+    }
+}
+
+/// The user side of a sample as the normaliser takes it.
+fn user_part(s: &StackSample) -> UserPart<'_> {
+    match s.regs {
+        // Copied registers and stack: unwound here with call-frame information.
+        Some(r) => UserPart::Copied(UserSample {
+            pid: s.pid,
+            time_ns: s.time_ns,
+            regs: Regs::from(r),
+            stack: StackCopy {
+                base: r.sp,
+                bytes: &s.stack,
+                end: match s.stack_end {
+                    StackEnd::MappingEnd => CopyEnd::MappingEnd,
+                    StackEnd::Cap => CopyEnd::Cap,
+                    StackEnd::Fault => CopyEnd::Fault,
+                    // The stack pointer is in no mapping: nothing lies past the (empty) copy.
+                    StackEnd::NoVma => CopyEnd::MappingEnd,
+                },
+            },
+            fp_chain: &s.user,
+        }),
+        // Frame-pointer mode, or a task without user context.
+        None => UserPart::FramePointers(&s.user),
+    }
+}

@@ -1,0 +1,197 @@
+//! Processes and threads of the targets: names, command lines, and which of them still
+//! has to be written to the capture. (Their mappings: [`super::mapping_table`].)
+
+// Looked up for every sample: a fast hash matters here.
+use rustc_hash::FxHashMap as HashMap;
+
+use hotspot_format::{Process, Thread};
+
+use crate::host::Host;
+
+/// A process the recorder has seen samples from.
+#[derive(Debug)]
+pub struct ProcessEntry {
+    /// Monotonic ns when the host was asked about it (and it was written to the capture).
+    pub info_read_ns: u64,
+}
+
+/// What the recorder knows of a thread: enough to notice a rename, or its tid reused by
+/// another process (tids are recycled; with many short-lived threads, soon).
+#[derive(Debug, Clone)]
+struct ThreadEntry {
+    pid: u32,
+    name: String,
+}
+
+/// The processes and threads seen so far.
+#[derive(Debug, Default)]
+pub struct ProcessTable {
+    procs: HashMap<u32, ProcessEntry>,
+    threads: HashMap<u32, ThreadEntry>,
+}
+
+impl ProcessTable {
+    /// The entry for `pid`, asking the host about it the first time; the returned
+    /// record is `Some` when the process is new and must be written.
+    pub fn ensure(
+        &mut self,
+        pid: u32,
+        comm: &str,
+        now_ns: u64,
+        host: &mut dyn Host,
+    ) -> (&mut ProcessEntry, Option<Process>) {
+        let mut new = None;
+        let entry = self.procs.entry(pid).or_insert_with(|| {
+            new = Some(process(host, pid, comm, now_ns));
+            ProcessEntry {
+                info_read_ns: host.now_ns(),
+            }
+        });
+        (entry, new)
+    }
+
+    /// The process replaced its image: new name and command line. Returns the record to
+    /// write.
+    /// `None` when the entry was already read after the exec (the recorder tracked a
+    /// command it started right after exec'ing it): the new image is what it holds.
+    pub fn exec(
+        &mut self,
+        pid: u32,
+        comm: &str,
+        now_ns: u64,
+        host: &mut dyn Host,
+    ) -> Option<Process> {
+        if self
+            .procs
+            .get(&pid)
+            .is_some_and(|e| e.info_read_ns > now_ns)
+        {
+            return None;
+        }
+        self.procs.remove(&pid);
+        let (_, rec) = self.ensure(pid, comm, now_ns, host);
+        rec
+    }
+
+    /// Notes a sample's thread; returns the record to write when the thread is new,
+    /// renamed since it was last seen, or its tid now belongs to another process.
+    pub fn thread_seen(&mut self, tid: u32, pid: u32, comm: &str, now_ns: u64) -> Option<Thread> {
+        match self.threads.get_mut(&tid) {
+            Some(t) if t.name == comm && t.pid == pid => None,
+            Some(t) => {
+                t.name = comm.to_string();
+                t.pid = pid;
+                Some(thread(tid, pid, comm, now_ns))
+            }
+            None => {
+                self.threads.insert(
+                    tid,
+                    ThreadEntry {
+                        pid,
+                        name: comm.to_string(),
+                    },
+                );
+                Some(thread(tid, pid, comm, now_ns))
+            }
+        }
+    }
+
+    pub fn process_count(&self) -> usize {
+        self.procs.len()
+    }
+
+    pub fn thread_count(&self) -> usize {
+        self.threads.len()
+    }
+}
+
+fn thread(tid: u32, pid: u32, name: &str, time_ns: u64) -> Thread {
+    Thread {
+        tid,
+        pid,
+        name: name.to_string(),
+        time_ns,
+    }
+}
+
+/// What the host says about `pid`; fields of a process that is already gone stay
+/// empty, with the sampled `comm` as its name.
+fn process(host: &mut dyn Host, pid: u32, comm: &str, now_ns: u64) -> Process {
+    let info = host.process(pid);
+    Process {
+        pid,
+        ppid: info.ppid,
+        name: info.name.unwrap_or_else(|| comm.to_string()),
+        cmdline: info.cmdline,
+        exe: info.exe,
+        start_ns: now_ns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{FakeHost, ProcessInfo};
+
+    #[test]
+    fn threads_are_reported_when_new_or_renamed() {
+        let mut t = ProcessTable::default();
+        assert!(t.thread_seen(5, 1, "a", 0).is_some());
+        assert!(t.thread_seen(5, 1, "a", 1).is_none());
+        let renamed = t.thread_seen(5, 1, "b", 2).expect("rename is reported");
+        assert_eq!((renamed.name.as_str(), renamed.time_ns), ("b", 2));
+        let reused = t
+            .thread_seen(5, 9, "b", 3)
+            .expect("a reused tid is reported");
+        assert_eq!((reused.pid, reused.time_ns), (9, 3));
+        assert!(t.thread_seen(5, 9, "b", 4).is_none());
+    }
+
+    fn host() -> FakeHost {
+        let mut host = FakeHost::default();
+        host.processes.insert(
+            7,
+            ProcessInfo {
+                name: Some("worker".into()),
+                cmdline: vec!["./worker".into(), "-v".into()],
+                exe: "/usr/bin/worker".into(),
+                ppid: 1,
+            },
+        );
+        host
+    }
+
+    #[test]
+    fn an_exec_is_written_unless_the_process_was_read_after_it() {
+        let mut t = ProcessTable::default();
+        let host = &mut host();
+        let (entry, _) = t.ensure(7, "x", 0, host);
+        let read = entry.info_read_ns;
+        let rec = t
+            .exec(7, "x", read + 1, host)
+            .expect("an exec after the read is written");
+        assert_eq!(rec.pid, 7);
+        // Read again by that exec: an exec event older than the read is already in it.
+        let read = t.ensure(7, "x", 0, host).0.info_read_ns;
+        assert!(t.exec(7, "x", read - 1, host).is_none());
+    }
+
+    #[test]
+    fn a_process_is_asked_about_once() {
+        let mut t = ProcessTable::default();
+        let host = &mut host();
+        let (_, new) = t.ensure(7, "x", 5, host);
+        let new = new.expect("first sight is new");
+        assert_eq!(
+            (new.pid, new.ppid, new.name.as_str(), new.exe.as_str()),
+            (7, 1, "worker", "/usr/bin/worker")
+        );
+        assert_eq!((new.cmdline.len(), new.start_ns), (2, 5));
+        assert!(t.ensure(7, "x", 6, host).1.is_none());
+        // One the host knows nothing of is named by its sampled thread.
+        let (_, gone) = t.ensure(8, "short", 7, host);
+        let gone = gone.expect("new");
+        assert_eq!((gone.name.as_str(), gone.exe.as_str()), ("short", ""));
+        assert_eq!(t.process_count(), 2);
+    }
+}

@@ -1,0 +1,14 @@
+//! The live side of recording this machine: the machine as the core's [`Host`]
+//! ([`ProcHost`]: `/proc`, `/sys`, the kernel's names), its clocks and header facts
+//! ([`machine`]), and the session that puts a recording together ([`session`]: the BPF
+//! sampler loaded, targets started, header written, privileges dropped).
+//!
+//! [`Host`]: crate::host::Host
+
+pub mod kernel_names;
+pub mod machine;
+pub mod proc_host;
+pub mod proc_maps;
+pub mod session;
+
+pub use proc_host::{ProcHost, process_exists};

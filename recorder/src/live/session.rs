@@ -1,0 +1,357 @@
+//! A recording of this machine's processes, from start to end: the targets checked (or
+//! the command started, held at its gate), the BPF sampler loaded, the capture opened,
+//! the core set up, the session header written, sampling attached, privileges dropped,
+//! the command released, the recording loop run, and at the end the kernel's own lost
+//! count held against the capture's and a command that outlived the recording ended.
+//! `hotspot record`, `live` and `demo` all come through [`record`]; what it has to say
+//! along the way goes to an [`Observer`], never to the terminal.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use hotspot_format::BlockEvent;
+
+use super::machine;
+use super::proc_host::{ProcHost, process_exists};
+use crate::bpf::{BpfSampler, SamplerOptions};
+use crate::convert::ConvertConfig;
+use crate::error::RecorderError;
+use crate::launch::{Ending, GatedChild};
+use crate::privilege::PrivilegeError;
+use crate::recording::{Progress, RecordConfig, Recorder, StopReason, Summary};
+use crate::source::EventSource;
+
+/// What to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// These running processes (all their threads).
+    Pids(Vec<u32>),
+    /// Every process on the machine.
+    All,
+    /// A command started for the recording (argv), from its first instruction.
+    Command(Vec<String>),
+}
+
+/// How a session records.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    pub target: Target,
+    /// The capture file (an existing file is replaced only if it is a capture).
+    pub output: PathBuf,
+    /// Samples per second per CPU.
+    pub freq: u32,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Follow processes the targets fork.
+    pub follow_children: bool,
+    /// Bytes of user stack copied per sample for CFI unwinding; 0: frame pointers only.
+    pub stack_cap: u32,
+    /// Also record off-CPU time.
+    pub off_cpu: bool,
+    /// How often a block is written.
+    pub flush_every: Duration,
+    /// The kernel's sample buffer in bytes (default: sized for the rate and CPUs).
+    pub ring_bytes: Option<u32>,
+    /// End a started command that still runs when the recording stops (SIGTERM, then
+    /// SIGKILL); false leaves it running.
+    pub end_command: bool,
+    /// Send a started command's stdout and stderr to this file and its stdin to
+    /// /dev/null (the terminal is not its own).
+    pub command_output: Option<PathBuf>,
+    /// Testing: append `write N` / `done N` around every block write and the kernel's
+    /// lost counters at the end to this file.
+    pub flush_log: Option<PathBuf>,
+    /// The command line the session header records.
+    pub command_line: Vec<String>,
+}
+
+impl SessionOptions {
+    /// A session recording `target` into `output` with the defaults of `hotspot record`.
+    pub fn new(target: Target, output: impl Into<PathBuf>) -> Self {
+        SessionOptions {
+            target,
+            output: output.into(),
+            freq: 499,
+            duration: None,
+            follow_children: true,
+            stack_cap: crate::bpf::abi::MAX_STACK as u32,
+            off_cpu: false,
+            flush_every: RecordConfig::default().flush_every,
+            ring_bytes: None,
+            end_command: true,
+            command_output: None,
+            flush_log: None,
+            command_line: Vec::new(),
+        }
+    }
+}
+
+/// What a session has to tell its caller while it runs.
+pub trait Observer {
+    /// Sampling runs and the capture exists; `command` is the pid of the command started,
+    /// if one was.
+    fn started(&mut self, command: Option<u32>) {
+        let _ = command;
+    }
+    /// About once a block.
+    fn progress(&mut self, progress: &Progress) {
+        let _ = progress;
+    }
+    /// Something the recording went on despite.
+    fn warning(&mut self, warning: Warning) {
+        let _ = warning;
+    }
+}
+
+/// An observer that wants to hear nothing.
+impl Observer for () {}
+
+/// What a session went on despite.
+#[derive(Debug)]
+pub enum Warning {
+    /// Privileges could not be dropped after attach; the recording kept them.
+    PrivilegesKept(PrivilegeError),
+    /// The kernel's count of lost samples differs from the capture's.
+    LostCountsDiffer { kernel: u64, capture: u64 },
+    /// The command started outlived the recording and was ended (`how`, after `grace`
+    /// for a kill).
+    CommandEnded {
+        pid: u32,
+        how: Ending,
+        grace: Duration,
+    },
+    /// The command started outlived the recording and runs on, no longer profiled.
+    CommandLeftRunning { pid: u32 },
+}
+
+/// How long a command may take to exit by itself after a Ctrl-C (the terminal sent it
+/// the signal too), and then to exit on SIGTERM before it is killed.
+const SETTLE: Duration = Duration::from_millis(500);
+const GRACE: Duration = Duration::from_secs(2);
+
+/// Records until `stop` is set, the duration is reached or every target has exited.
+pub fn record(
+    opts: &SessionOptions,
+    stop: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<Summary, RecorderError> {
+    let pids = match &opts.target {
+        Target::Pids(p) => {
+            for &pid in p {
+                if !process_exists(pid) || pid == 0 {
+                    return Err(RecorderError::NoSuchProcess(pid));
+                }
+            }
+            p.clone()
+        }
+        _ => Vec::new(),
+    };
+    let all_processes = matches!(opts.target, Target::All);
+    let sampler_opts = SamplerOptions {
+        freq_hz: u64::from(opts.freq),
+        all_processes,
+        follow_children: opts.follow_children,
+        self_tgid: std::process::id(),
+        ring_bytes: opts.ring_bytes.unwrap_or_else(|| {
+            crate::bpf::ring_bytes_for(
+                u64::from(opts.freq),
+                std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+                opts.stack_cap,
+            )
+        }),
+        stack_cap: opts.stack_cap,
+        off_cpu: opts.off_cpu,
+    };
+    let mut sampler = BpfSampler::load(&sampler_opts)?;
+    // An empty file is what a recorder killed during set-up leaves (the file exists
+    // before its header is written): replacing it loses nothing.
+    let file = crate::capture_file::open_capture(&opts.output, |b| {
+        b.is_empty() || b.starts_with(&hotspot_format::header::MAGIC)
+    })?;
+    let mut flush_log = match &opts.flush_log {
+        Some(p) => Some(open_log(p)?),
+        None => None,
+    };
+    let mut child = match &opts.target {
+        Target::Command(argv) => Some(match &opts.command_output {
+            Some(out) => GatedChild::spawn_with_output(argv, out)?,
+            None => GatedChild::spawn(argv)?,
+        }),
+        _ => None,
+    };
+    let mut targets = pids;
+    if let Some(c) = &child {
+        targets.push(c.pid());
+    }
+    for &pid in &targets {
+        sampler.add_target(pid)?;
+    }
+    let cfg = RecordConfig {
+        convert: ConvertConfig {
+            targets: targets.clone(),
+            all_processes,
+            stack_cap: opts.stack_cap,
+            // One period: what a CPU sample stands for (the kernel's period_ns).
+            off_cpu_period_ns: opts.off_cpu.then(|| 1_000_000_000 / u64::from(opts.freq)),
+            ..ConvertConfig::default()
+        },
+        duration: opts.duration,
+        flush_every: opts.flush_every,
+    };
+    let mut host = ProcHost::live();
+    match sampler.take_kernel_symbols() {
+        Some(bpf) => host.use_bpf_kernel_symbols(bpf),
+        // While still privileged: once privileges drop the file shows no addresses.
+        None => host.read_kallsyms_now(),
+    }
+    // The set-up (symbol worker) happens before sampling starts, so the first events
+    // are drained at once.
+    let mut recorder = without_stop_signals(|| Recorder::new(cfg, Box::new(host)))?;
+    for &pid in &targets {
+        if child.as_ref().is_none_or(|c| c.pid() != pid) {
+            recorder.track(pid);
+        }
+    }
+    let header = machine::header(
+        Path::new("/proc"),
+        opts.freq,
+        &targets,
+        all_processes,
+        opts.command_line.clone(),
+    );
+    // Threads are accounted from the session's start (time 0 of the capture).
+    sampler.set_session_start(header.start_mono_ns);
+    let mut writer = hotspot_format::Writer::new(file, header)?;
+    if let Some(log) = &flush_log {
+        let mut log = log.try_clone().map_err(|source| RecorderError::Io {
+            path: opts.flush_log.clone().unwrap_or_default(),
+            source,
+        })?;
+        writer.observe_blocks(Box::new(move |e| {
+            let line = match e {
+                BlockEvent::Writing { samples } => format!("write {samples}\n"),
+                BlockEvent::Written { samples } => format!("done {samples}\n"),
+            };
+            // One write(2) per line: a SIGKILL leaves whole lines only. A failing debug
+            // log must not fail the recording.
+            let _ = log.write_all(line.as_bytes());
+        }));
+    }
+    sampler.start()?;
+    // Loaded and attached: from here on the recorder only reads its targets and writes the
+    // files it has open. Failing to drop is worth a warning, not the recording.
+    if let Err(e) = crate::privilege::drop_after_attach(|| sampler.lost_per_cpu().is_ok()) {
+        observer.warning(Warning::PrivilegesKept(e));
+    }
+    if let Some(c) = &mut child {
+        c.release()?;
+        // Read the command's /proc entries right after its exec: a short command can be
+        // gone before its first samples are drained. What was sampled of it before its
+        // exec is the recorder's own fork (issue 23).
+        recorder.track_command(c.pid());
+    }
+    observer.started(child.as_ref().map(GatedChild::pid));
+    let mut on_progress = |p: &Progress| {
+        // Reap a finished command so the recorder sees it gone.
+        if let Some(c) = &mut child {
+            c.try_wait();
+        }
+        observer.progress(p);
+    };
+    let (summary, file) = recorder.run(&mut sampler, writer, stop, &mut on_progress)?;
+    file.sync_all().map_err(|source| RecorderError::Sync {
+        path: opts.output.clone(),
+        source,
+    })?;
+    // Sampling has stopped: the kernel's counters no longer move. Read them apart from the
+    // recorder's own accounting, so a test can hold the capture's lost count against them.
+    let kernel_lost: u64 = sampler.lost_per_cpu()?.iter().sum();
+    if let Some(log) = &mut flush_log {
+        let tail = format!(
+            "bpf-lost {kernel_lost}\nbpf-lost-task-events {}\nmalformed {}\ncapture-lost {}\nlost-mapping-events {}\nmalformed-mapping-events {}\nbpf-lost-off-cpu {}\ncapture-lost-off-cpu {}\nunseen-switches {}\n",
+            sampler.lost_task_events()?,
+            sampler.malformed_records(),
+            summary.totals.counts.lost,
+            summary.totals.counts.lost_mappings,
+            sampler.mapping_events_malformed(),
+            sampler.lost_off_cpu()?,
+            summary.totals.counts.lost_off_cpu,
+            sampler.unseen_switches()?
+        );
+        let _ = log.write_all(tail.as_bytes());
+    }
+    if kernel_lost != summary.totals.counts.lost {
+        observer.warning(Warning::LostCountsDiffer {
+            kernel: kernel_lost,
+            capture: summary.totals.counts.lost,
+        });
+    }
+    if let Some(c) = &mut child
+        && c.try_wait().is_none()
+    {
+        if opts.end_command {
+            end_command(c, summary.reason, observer);
+        } else {
+            observer.warning(Warning::CommandLeftRunning { pid: c.pid() });
+        }
+    }
+    Ok(summary)
+}
+
+/// Ends a command the session started that outlived the recording, as perf does
+/// (SIGTERM), then SIGKILL if it ignores that: a run bounded by a duration leaves
+/// nothing behind.
+fn end_command(c: &mut GatedChild, reason: StopReason, observer: &mut dyn Observer) {
+    // After a Ctrl-C the command has the terminal's SIGINT: let it act on it first.
+    let settle = if reason == StopReason::Interrupted {
+        SETTLE
+    } else {
+        Duration::ZERO
+    };
+    let how = c.end(settle, GRACE);
+    if how != Ending::Exited {
+        observer.warning(Warning::CommandEnded {
+            pid: c.pid(),
+            how,
+            grace: GRACE,
+        });
+    }
+}
+
+/// Opens the flush log for appending (created 0600, like captures).
+fn open_log(path: &Path) -> Result<File, RecorderError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|source| RecorderError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Runs `f` with SIGINT and SIGTERM blocked in the calling thread, so the threads it
+/// starts (the symbol worker) inherit a mask without them: the signals then go to the
+/// recording thread, whose wait they cut short (a helper thread taking one would leave
+/// the loop to notice a stop flag at its next wake-up, up to 100 ms later).
+fn without_stop_signals<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: sigset_t is plain data, filled by sigemptyset/sigaddset before use;
+    // pthread_sigmask only changes this thread's mask, and the old one is put back.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        let r = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        r
+    }
+}
