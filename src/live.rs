@@ -70,6 +70,7 @@ pub fn run(args: LiveArgs) -> anyhow::Result<()> {
     session.freq = args.freq;
     session.follow_children = !args.no_children;
     session.stack_cap = args.unwind.stack_cap();
+    session.stack_fallback = args.unwind.stack_fallback();
     session.off_cpu = args.off_cpu;
     let live = Live {
         session,
@@ -108,6 +109,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
     let mut session = SessionOptions::new(Target::Command(cmd), PathBuf::new());
     session.freq = args.freq;
     session.stack_cap = args.unwind.stack_cap();
+    session.stack_fallback = args.unwind.stack_fallback();
     live_view(
         term,
         Live {

@@ -404,7 +404,9 @@ fn demo_records_its_workload() {
     });
 }
 
-/// `info` and `report` read every capture, each ended cleanly and lost nothing.
+/// `info` and `report` read every capture, each ended cleanly, lost nothing and went
+/// without nothing (no feature of these kernels is refused: a default recording that fell
+/// back to frame pointers would say so in `features_off`).
 #[test]
 #[ignore = "reads tools/kernel-matrix's VM results: run by that script"]
 fn every_capture_reads_back_whole_with_nothing_lost() {
@@ -415,6 +417,7 @@ fn every_capture_reads_back_whole_with_nothing_lost() {
             let counts = &info["counts"];
             assert_eq!(counts["lost"], 0, "{case}: {counts}");
             assert_eq!(counts["lost_mappings"], 0, "{case}: {counts}");
+            assert!(info.get("features_off").is_none(), "{case}: {info}");
             assert!(counts["samples"].as_u64() > Some(0), "{case}: {counts}");
             let report: Value = serde_json::from_str(&vm.read(&format!("{case}.report.out")))
                 .unwrap_or_else(|e| panic!("{case}: report JSON: {e}"));

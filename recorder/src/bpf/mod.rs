@@ -8,6 +8,7 @@ mod btf_subset;
 mod caps;
 pub mod decode;
 mod error;
+mod forced_refusal;
 mod load;
 mod mapping_events;
 mod off_cpu;
@@ -20,6 +21,7 @@ mod time_order;
 
 pub use decode::{DecodeError, parse_event};
 pub use error::BpfError;
+pub use forced_refusal::VARIABLE as TEST_REFUSE_VARIABLE;
 pub use load::SamplerOptions;
 pub use off_cpu::ProgramStats;
 pub use ring_size::ring_bytes_for;

@@ -9,6 +9,7 @@ use aya::programs::{PerfEvent, ProgramError, RawTracePoint};
 use aya::{Ebpf, EbpfError};
 
 use super::error::{BpfError, chain, kernel_release};
+use super::forced_refusal::{self, ForcedRefusals};
 use super::off_cpu_attach::{
     FP_OFF_CPU_KPROBE, OffCpuAttach, STACK_OFF_CPU_KPROBE, STACK_OFF_CPU_TRACEPOINT,
 };
@@ -134,6 +135,8 @@ pub(super) fn tracepoint_program<'a>(
 pub(super) enum LoadFailure {
     /// The kernel refused this program.
     Refused(&'static str, ProgramError),
+    /// The test switch refused it ([`forced_refusal`]).
+    Forced(&'static str),
     /// The program is not in the object, or not of its expected type.
     Other(BpfError),
 }
@@ -150,8 +153,20 @@ impl LoadFailure {
         }
     }
 
+    /// The program refused, if one was.
+    pub(super) fn program(&self) -> Option<&'static str> {
+        match self {
+            LoadFailure::Refused(p, _) | LoadFailure::Forced(p) => Some(p),
+            LoadFailure::Other(_) => None,
+        }
+    }
+
     pub(super) fn into_error(self) -> BpfError {
         match self {
+            LoadFailure::Forced(program) => BpfError::ProgramLoad {
+                program,
+                reason: forced_refusal::reason(),
+            },
             LoadFailure::Refused(STACK_SAMPLE_PROGRAM, e) => {
                 stack_program_error(STACK_SAMPLE_PROGRAM, e, "perf_event BPF programs", "4.9")
             }
@@ -181,16 +196,28 @@ impl LoadFailure {
 /// Loads the sampling program, the fork/exec/exit programs and, with `off_cpu`
 /// (`--off-cpu`: where its sampler attaches, and which program that is), the switch
 /// programs into the kernel.
+/// A program `forced` names is refused before the kernel sees it.
 pub(super) fn load_programs(
     ebpf: &mut Ebpf,
     sample_program: &'static str,
     off_cpu: Option<(OffCpuAttach, &'static str)>,
+    forced: &ForcedRefusals,
 ) -> Result<(), LoadFailure> {
+    let switch = off_cpu.map(|_| SWITCH_PROGRAM.0);
+    let every = [sample_program]
+        .into_iter()
+        .chain(TASK_PROGRAMS.map(|(p, _)| p))
+        .chain(switch)
+        .chain(off_cpu.map(|(_, p)| p));
+    for program in every {
+        if forced.refuses(program) {
+            return Err(LoadFailure::Forced(program));
+        }
+    }
     perf_program(ebpf, sample_program)
         .map_err(LoadFailure::Other)?
         .load()
         .map_err(|e| LoadFailure::Refused(sample_program, e))?;
-    let switch = off_cpu.map(|_| SWITCH_PROGRAM.0);
     for program in TASK_PROGRAMS.map(|(p, _)| p).into_iter().chain(switch) {
         tracepoint_program(ebpf, program)
             .map_err(LoadFailure::Other)?
