@@ -152,6 +152,12 @@ fn an_explicit_stack_copy_that_cannot_load_is_a_one_line_error() {
             record("hs_sample_stack", &path, args, &argv)
         };
         assert_one_line_failure(&out, &path, "hs_sample_stack");
+        // And what records without the copy.
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--call-graph fp"),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 

@@ -118,6 +118,13 @@ pub(super) fn load(opts: &SamplerOptions) -> Result<Loaded, BpfError> {
             });
             Ok(loaded)
         }
+        // Asked for explicitly: say what records without it.
+        Err(Refusal::StackCopy(BpfError::ProgramLoad { program, reason })) => {
+            Err(BpfError::ProgramLoad {
+                program,
+                reason: format!("{reason} (--call-graph fp records without the stack copy)"),
+            })
+        }
         Err(Refusal::StackCopy(e) | Refusal::Other(e)) => Err(e),
         Ok(loaded) => Ok(loaded),
     }
