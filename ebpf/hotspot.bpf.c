@@ -7,8 +7,9 @@
  * 5.17), raw tracepoints that keep the set of traced processes in step with
  * fork/exec/exit, and a program the recorder runs on demand to name kernel
  * addresses. With --off-cpu also sched_switch, which keeps each traced
- * thread's exact on-CPU and blocked times, and sched_exit_tp, which takes the
- * stack a thread blocked in once its blocked time makes an off-CPU sample due.
+ * thread's exact on-CPU and blocked times, and sched_exit_tp (or, before 6.16,
+ * a kprobe on finish_task_switch), which takes the stack a thread blocked in
+ * once its blocked time makes an off-CPU sample due.
  *
  * Loaded by recorder/src/bpf/load.rs, attached by bpf/sampler.rs; record layout
  * in sample.h. Rebuild with tools/build-bpf and commit the object.
@@ -609,7 +610,15 @@ static long copy_page(__u64 i, struct hs_stack_buf **ctx)
 		return 1;
 	if (chunk > len - off)
 		chunk = len - off;
-	/* Always false; stated so that the verifier can bound the write. */
+	/*
+	 * Always false; stated so that the verifier can bound the write. The
+	 * barrier keeps clang from dropping the test on chunk (it knows chunk
+	 * <= HS_PAGE_SIZE already). 6.1's verifier learns no upper bound from
+	 * the comparison of two registers above (chunk = len - off stays
+	 * "umin=1", unbounded) and refused the copy's length as possibly
+	 * negative; 6.12's accepted it without the test.
+	 */
+	asm volatile("" : "+r"(chunk));
 	if (off >= HS_MAX_STACK || chunk > HS_PAGE_SIZE)
 		return 1;
 	if (bpf_probe_read_user(buf->stack + off, chunk, (void *)(sp + off))) {
@@ -782,11 +791,12 @@ int hs_sample_stack(struct bpf_perf_event_data *ctx)
  * thread's pending blocked time; each time that crosses period_ns an off-CPU
  * sample is due, standing for pending / period_ns periods (the remainder is
  * kept), so short waits count and every sample weighs the same time. The
- * sample's stack is taken at the end of __schedule (sched_exit_tp), in the
- * thread's own context as it comes back: at sched_switch the current task is
- * the one leaving, and the one coming back has no stack to read yet. There its
- * user stack and saved registers are those it blocked with, and its kernel
- * stack is the path it blocked in (... -> schedule -> __schedule).
+ * sample's stack is taken right after the switch (sched_exit_tp, or a kprobe
+ * on finish_task_switch: see off_cpu_fp), in the thread's own context as it
+ * comes back: at sched_switch the current task is the one leaving, and the
+ * one coming back has no stack to read yet. There its user stack and saved
+ * registers are those it blocked with, and its kernel stack is the path it
+ * blocked in (... -> schedule -> __schedule).
  *
  * A thread's entry is only ever touched on the CPU it switches on, and the
  * switch in on another CPU waits for the switch out to finish (the
@@ -1023,24 +1033,33 @@ static __always_inline int take_due(__u32 tid, struct hs_off_cpu *off, __u64 *ti
 }
 
 /*
- * sched_exit_tp fires at the end of __schedule, which a thread switched back
- * in returns from: in its own context, right after the switch (and in
- * schedule_tail, where a new thread's first run starts).
+ * The off-CPU sampler runs in the thread switched back in, in its own context,
+ * right after the switch (and where a new thread's first run starts), and
+ * takes the sample sched_switch made due for it, if any: its user stack and
+ * saved registers are those it blocked with, its kernel stack the path it
+ * blocked in (... -> schedule -> __schedule). The loader attaches one of two
+ * programs, by what the kernel offers:
  *
- * A raw tracepoint, where kprobes and fentry are not to be had (this kernel
- * has no CONFIG_KPROBES, and refuses tracing programs); it needs 6.16.
- * Interrupts are on here: a tick can run the samplers in the middle of it, so
- * the off-CPU samplers have scratch maps of their own.
+ * - the raw tracepoint sched_exit_tp (6.16+), at the end of __schedule. With
+ *   interrupts on: a tick can run the samplers in the middle of it, so the
+ *   off-CPU samplers have scratch maps of their own;
+ * - before 6.16, a kprobe on finish_task_switch (the kernel's name may carry a
+ *   suffix, e.g. finish_task_switch.isra.0 in Debian's 6.1 and 6.12: the
+ *   loader finds it), which the thread switched in calls first, with the run
+ *   queue still locked and interrupts off. fentry would be cheaper, but where
+ *   gcc cloned the function (.isra.0) its BTF has no finish_task_switch to
+ *   attach to, and the 6.18 host refuses tracing programs anyway.
+ *
+ * Both read the same `due` slot and build the same record.
  */
-SEC("raw_tp/sched_exit_tp")
-int BPF_PROG(hs_off_cpu, _Bool is_switch)
+static __always_inline int off_cpu_fp(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), time_ns;
 	struct hs_sample_buf *buf;
 	struct hs_off_cpu off;
 	__u32 zero = 0;
 
-	if (!is_switch || !take_due((__u32)id, &off, &time_ns))
+	if (!take_due((__u32)id, &off, &time_ns))
 		return 0;
 	buf = bpf_map_lookup_elem(&off_scratch, &zero);
 	if (!buf)
@@ -1048,8 +1067,7 @@ int BPF_PROG(hs_off_cpu, _Bool is_switch)
 	return fp_sample(ctx, buf, HS_KIND_OFF_CPU, id >> 32, (__u32)id, time_ns, 1, &off);
 }
 
-SEC("raw_tp/sched_exit_tp")
-int BPF_PROG(hs_off_cpu_stack, _Bool is_switch)
+static __always_inline int off_cpu_stack(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), time_ns;
 	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
@@ -1059,7 +1077,7 @@ int BPF_PROG(hs_off_cpu_stack, _Bool is_switch)
 	struct hs_off_cpu off;
 	__u32 flags;
 
-	if (!is_switch || !take_due((__u32)id, &off, &time_ns))
+	if (!take_due((__u32)id, &off, &time_ns))
 		return 0;
 	buf = bpf_map_lookup_elem(&off_stack_scratch, &cpu);
 	if (!buf)
@@ -1069,6 +1087,31 @@ int BPF_PROG(hs_off_cpu_stack, _Bool is_switch)
 	flags = task_user_regs(task, &buf->rec.regs);
 	return stack_sample(ctx, buf, bpf_map_lookup_elem(&off_vma_cache, &zero), task, &limits,
 			    flags, HS_KIND_OFF_CPU, id >> 32, (__u32)id, time_ns, &off);
+}
+
+SEC("raw_tp/sched_exit_tp")
+int BPF_PROG(hs_off_cpu, _Bool is_switch)
+{
+	return is_switch ? off_cpu_fp(ctx) : 0;
+}
+
+SEC("raw_tp/sched_exit_tp")
+int BPF_PROG(hs_off_cpu_stack, _Bool is_switch)
+{
+	return is_switch ? off_cpu_stack(ctx) : 0;
+}
+
+/* Kernel program names keep 15 characters: these stay apart from the above. */
+SEC("kprobe/finish_task_switch")
+int hs_off_kp(struct pt_regs *ctx)
+{
+	return off_cpu_fp(ctx);
+}
+
+SEC("kprobe/finish_task_switch")
+int hs_off_stack_kp(struct pt_regs *ctx)
+{
+	return off_cpu_stack(ctx);
 }
 
 /*

@@ -57,7 +57,8 @@ pub enum Command {
 pub enum CallGraph {
     /// Call-frame information (.eh_frame, .debug_frame) over a copy of the user stack:
     /// complete stacks in code without frame pointers (distribution packages, release
-    /// builds). The default.
+    /// builds). The default; asked for explicitly, a kernel that cannot copy stacks is an
+    /// error instead of a fallback to `fp`.
     Dwarf,
     /// The kernel's frame-pointer walk: cheaper per sample, but code built without frame
     /// pointers loses its callers.
@@ -67,24 +68,36 @@ pub enum CallGraph {
 /// How stacks are taken; shared by `record`, `live` and `demo`.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct UnwindArgs {
-    /// How user stacks are unwound: `dwarf` (call-frame information, complete without
-    /// frame pointers) or `fp` (frame pointers only).
-    #[arg(long = "call-graph", value_enum, default_value_t = CallGraph::Dwarf)]
-    pub call_graph: CallGraph,
+    /// How user stacks are unwound: `dwarf` (call-frame information over a copied stack,
+    /// complete without frame pointers; the default, which needs Linux 5.17) or `fp`
+    /// (frame pointers only). Without this option a kernel that cannot copy stacks gets
+    /// `fp`, said in one line and in `hotspot info`; `--call-graph dwarf` makes that an
+    /// error.
+    #[arg(long = "call-graph", value_enum, value_name = "METHOD")]
+    pub call_graph: Option<CallGraph>,
     /// With `--call-graph dwarf`: most bytes of each sample's user stack copied and
-    /// unwound (256 to 65536). A deeper stack ends in a `[truncated: …]` frame, or goes on
-    /// by frame pointers where the rest of it has them.
-    #[arg(long, value_name = "BYTES", default_value_t = 65536, value_parser = clap::value_parser!(u32).range(256..=65536))]
-    pub stack_cap: u32,
+    /// unwound (256 to 65536; default 65536). A deeper stack ends in a `[truncated: …]`
+    /// frame, or goes on by frame pointers where the rest of it has them.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(256..=65536))]
+    pub stack_cap: Option<u32>,
 }
+
+/// Bytes of user stack copied per sample when `--stack-cap` is not given.
+const DEFAULT_STACK_CAP: u32 = 65536;
 
 impl UnwindArgs {
     /// Bytes of stack the kernel copies per sample: 0 means frame pointers only.
     pub fn stack_cap(&self) -> u32 {
         match self.call_graph {
-            CallGraph::Dwarf => self.stack_cap,
-            CallGraph::Fp => 0,
+            Some(CallGraph::Dwarf) | None => self.stack_cap.unwrap_or(DEFAULT_STACK_CAP),
+            Some(CallGraph::Fp) => 0,
         }
+    }
+
+    /// Whether frame pointers may replace a stack copy the kernel refuses: only when
+    /// neither `--call-graph` nor `--stack-cap` asked for the copy.
+    pub fn stack_fallback(&self) -> bool {
+        self.call_graph.is_none() && self.stack_cap.is_none()
     }
 }
 
@@ -113,7 +126,9 @@ pub struct RecordArgs {
     pub no_children: bool,
     /// Also record off-CPU time: each traced thread's exact time on the CPU and off it
     /// (sleeping, uninterruptible, waiting for a CPU), and the stacks it blocked in,
-    /// sampled in the same periods as CPU samples (1/freq). Needs Linux 5.18.
+    /// sampled in the same periods as CPU samples (1/freq). Needs Linux 6.16, or 5.18
+    /// with kprobes (CONFIG_KPROBES), and CONFIG_SCHED_INFO (docs/kernel-support.md);
+    /// a kernel that cannot is an error, never a recording without it.
     #[arg(long)]
     pub off_cpu: bool,
     /// Leave the command from `-- CMD` running when the recording ends first (by

@@ -12,7 +12,7 @@ use anyhow::Context;
 use hotspot_replay::file::Tail;
 use hotspot_tui::{self as tui, Mode, Options, Term};
 
-use hotspot_recorder::live::session::{self, Observer, SessionOptions, Target};
+use hotspot_recorder::live::session::{self, Observer, SessionOptions, Target, Warning};
 
 use crate::cli::{DemoArgs, LinkArgs, LiveArgs};
 use crate::hangup;
@@ -70,6 +70,7 @@ pub fn run(args: LiveArgs) -> anyhow::Result<()> {
     session.freq = args.freq;
     session.follow_children = !args.no_children;
     session.stack_cap = args.unwind.stack_cap();
+    session.stack_fallback = args.unwind.stack_fallback();
     session.off_cpu = args.off_cpu;
     let live = Live {
         session,
@@ -108,6 +109,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
     let mut session = SessionOptions::new(Target::Command(cmd), PathBuf::new());
     session.freq = args.freq;
     session.stack_cap = args.unwind.stack_cap();
+    session.stack_fallback = args.unwind.stack_fallback();
     live_view(
         term,
         Live {
@@ -118,12 +120,23 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
     )
 }
 
-/// Passes on the pid of the command started once sampling runs; hears nothing else.
-struct Started(mpsc::Sender<Option<u32>>);
+/// Passes on the pid of the command started once sampling runs, and the features the
+/// recording goes without (printed once the view has given the terminal back); hears
+/// nothing else.
+struct Started {
+    started: mpsc::Sender<Option<u32>>,
+    notes: mpsc::Sender<String>,
+}
 
 impl Observer for Started {
     fn started(&mut self, command: Option<u32>) {
-        let _ = self.0.send(command);
+        let _ = self.started.send(command);
+    }
+
+    fn warning(&mut self, warning: Warning) {
+        if let Warning::FeatureOff(off) = warning {
+            let _ = self.notes.send(off.line());
+        }
     }
 }
 
@@ -152,6 +165,7 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
     // The command's own output goes to a file next to the capture: the view has the terminal.
     let log = path.with_extension("log");
     let (tx, rx) = mpsc::channel();
+    let (notes_tx, notes) = mpsc::channel::<String>();
     let Live {
         mut session, opts, ..
     } = live;
@@ -163,13 +177,17 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
         .name("recorder".into())
         .spawn(move || {
             // The view owns the terminal: progress and warnings are not printed.
-            let mut observer = Started(tx);
+            let mut observer = Started {
+                started: tx,
+                notes: notes_tx,
+            };
             session::record(&session, &signals::STOP, &mut observer)
         })
         .context("starting the recorder thread")?;
     if rx.recv().is_err() {
         // The recorder failed before sampling started (no BPF, no such process…).
         drop(term);
+        notes.try_iter().for_each(|n| eprintln!("hotspot: {n}"));
         return match recorder.join() {
             Ok(Err(e)) => Err(e.into()),
             Ok(Ok(_)) => Err(anyhow::anyhow!("the recording ended before it started")),
@@ -181,6 +199,7 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
         .and_then(|tail| Ok(tui::view(&mut term, tail, &path, opts, &signals::STOP)?));
     signals::STOP.store(true, Ordering::SeqCst);
     drop(term);
+    notes.try_iter().for_each(|n| eprintln!("hotspot: {n}"));
     let summary = match recorder.join() {
         Ok(r) => r,
         Err(panic) => std::panic::resume_unwind(panic),

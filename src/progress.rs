@@ -66,6 +66,7 @@ impl Observer for Printer {
             Warning::CommandLeftRunning { pid } => eprintln!(
                 "hotspot: the command (pid {pid}) is still running, no longer profiled (--keep-running)"
             ),
+            Warning::FeatureOff(off) => eprintln!("hotspot: {}", off.line()),
         }
     }
 }

@@ -19,6 +19,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<()> {
     opts.duration = args.duration;
     opts.follow_children = !args.no_children;
     opts.stack_cap = args.unwind.stack_cap();
+    opts.stack_fallback = args.unwind.stack_fallback();
     opts.off_cpu = args.off_cpu;
     opts.end_command = !args.keep_running;
     opts.flush_log = args.flush_log.clone();
@@ -77,6 +78,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
     let mut opts = SessionOptions::new(Target::Command(cmd), &args.output);
     opts.freq = args.freq;
     opts.stack_cap = args.unwind.stack_cap();
+    opts.stack_fallback = args.unwind.stack_fallback();
     let summary = record(&opts)?;
     print_summary(&summary, &args.output);
     let capture = hotspot_replay::Capture::open(&args.output)?;

@@ -6,68 +6,17 @@
 
 mod common;
 
+#[path = "mapping_e2e/leaves.rs"]
+mod leaves;
+
 use std::path::Path;
 
-use hotspot_format::ModuleKind;
 use hotspot_replay::Capture;
+use leaves::{Leaf, assert_no_jit, leaves, user};
 
 /// `hotspot record [extra] -o OUT -- argv` and the capture it wrote.
 fn record(out: &Path, extra: &[&str], argv: &[&str]) -> Capture {
     hotspot_testkit::e2e::record_cmd(out, extra, argv)
-}
-
-/// One sample's leaf frame as the tests look at it.
-#[derive(Debug)]
-struct Leaf {
-    /// Name of the process the sample's thread belongs to.
-    process: String,
-    module: String,
-    kind: ModuleKind,
-    /// Function name, if the frame has one.
-    function: Option<String>,
-}
-
-fn leaves(c: &Capture) -> Vec<Leaf> {
-    c.samples
-        .iter()
-        .filter_map(|s| {
-            let frame = *c.stacks.get(&s.stack)?.first()?;
-            let f = c.frames.get(&frame)?;
-            let m = c.modules.get(&f.module)?;
-            let pid = c.threads.get(&s.tid).map_or(0, |t| t.pid);
-            let process = c
-                .processes
-                .get(&pid)
-                .map(|p| p.name.clone())
-                .unwrap_or_default();
-            let function = c
-                .symbols
-                .get(&frame)
-                .and_then(|sym| c.string(sym.function))
-                .map(str::to_string);
-            Some(Leaf {
-                process,
-                module: m.path.clone(),
-                kind: m.kind,
-                function,
-            })
-        })
-        .collect()
-}
-
-/// No module of the capture is JIT: every sample here is ELF code.
-fn assert_no_jit(c: &Capture) {
-    let jit: Vec<_> = c
-        .modules
-        .values()
-        .filter(|m| m.kind == ModuleKind::Jit || m.path.starts_with("[jit:"))
-        .map(|m| m.path.clone())
-        .collect();
-    assert!(jit.is_empty(), "ELF code put under JIT modules: {jit:?}");
-}
-
-fn user(l: &Leaf) -> bool {
-    !l.kind.is_kernel()
 }
 
 #[test]
@@ -80,41 +29,7 @@ fn short_programs_run_by_a_shell_loop_are_named() {
         &["-F", "999"],
         &["sh", "-c", &script],
     );
-    assert_no_jit(&c);
-    let all = leaves(&c);
-    let of_busy: Vec<&Leaf> = all
-        .iter()
-        .filter(|l| l.process == "busy" && user(l))
-        .collect();
-    // 100 runs of ~20 ms at 999 Hz: about 2,000.
-    assert!(
-        of_busy.len() >= 500,
-        "{} user samples of busy in {} samples",
-        of_busy.len(),
-        all.len()
-    );
-    let named = of_busy.iter().filter(|l| l.function.is_some()).count();
-    let own = of_busy
-        .iter()
-        .filter(|l| {
-            Path::new(&l.module) == busy
-                && l.function
-                    .as_deref()
-                    .is_some_and(|f| f.starts_with("busy_"))
-        })
-        .count();
-    let share = |n: usize| n as f64 / of_busy.len() as f64;
-    assert!(
-        share(named) >= 0.95,
-        "{named} of {} user samples of busy named",
-        of_busy.len()
-    );
-    // The rest is start-up: ld.so, libc's initialisation.
-    assert!(
-        share(own) >= 0.80,
-        "{own} of {} user samples of busy in its own functions",
-        of_busy.len()
-    );
+    leaves::short_programs_are_named(&c, &busy);
 }
 
 #[test]

@@ -9,9 +9,9 @@ use crate::columns;
 use crate::error::{CorruptReason, FormatError, RecordError};
 use crate::limits::{self, MAX_BLOCK_RECORDS, MAX_BLOCK_SAMPLES, MAX_UNKNOWN_KINDS};
 use crate::records::{
-    End, Index, Lost, LostMappings, LostOffCpu, Module, OffCpu, OffCpuBatch, Process, ProcessExit,
-    Record, Sample, SampleBatch, SessionHeader, Stack, StringId, Symbol, Thread, ThreadTimes,
-    Unwinding, kind,
+    End, FeatureOff, Index, Lost, LostMappings, LostOffCpu, Module, OffCpu, OffCpuBatch, Process,
+    ProcessExit, Record, Sample, SampleBatch, SessionHeader, Stack, StringId, Symbol, Thread,
+    ThreadTimes, Unwinding, kind,
 };
 use crate::varint;
 
@@ -63,6 +63,7 @@ pub fn encode_record(
         Record::OffCpu(o) => postcard::to_extend(o, body),
         Record::ThreadTimes(t) => postcard::to_extend(t, body),
         Record::LostOffCpu(l) => postcard::to_extend(l, body),
+        Record::FeatureOff(f) => postcard::to_extend(f, body),
     }
     .map_err(FormatError::Encode)?;
     encode_raw(record.kind(), &body, out);
@@ -145,6 +146,7 @@ fn decode_body(
         kind::OFF_CPU => Record::OffCpu(body::<OffCpu>(bytes)?),
         kind::THREAD_TIMES => Record::ThreadTimes(body::<ThreadTimes>(bytes)?),
         kind::LOST_OFF_CPU => Record::LostOffCpu(body::<LostOffCpu>(bytes)?),
+        kind::FEATURE_OFF => Record::FeatureOff(body::<FeatureOff>(bytes)?),
         _ => return Ok(None),
     };
     limits::check_record(&record)?;

@@ -22,6 +22,8 @@ pub enum DefKey {
     Symbol(u32),
     Unwinding,
     OffCpu,
+    /// Keyed by feature code.
+    FeatureOff(u32),
 }
 
 /// The definition key of `record`, or `None` for records that are not definitions
@@ -38,6 +40,7 @@ pub fn def_key(record: &Record) -> Option<DefKey> {
         Record::Symbol(s) => DefKey::Symbol(s.frame),
         Record::Unwinding(_) => DefKey::Unwinding,
         Record::OffCpu(_) => DefKey::OffCpu,
+        Record::FeatureOff(f) => DefKey::FeatureOff(f.feature),
         Record::ProcessExit(_)
         | Record::Samples(_)
         | Record::Lost(_)

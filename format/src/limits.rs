@@ -108,6 +108,10 @@ pub fn check_record(record: &Record) -> Result<(), Exceeded> {
             b.samples.len(),
             MAX_BATCH_SAMPLES as usize,
         ),
+        Record::FeatureOff(f) => {
+            check_str("feature-off instead", &f.instead)?;
+            check_str("feature-off reason", &f.reason)
+        }
         Record::Frame(_)
         | Record::Symbol(_)
         | Record::ProcessExit(_)

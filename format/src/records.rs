@@ -392,6 +392,49 @@ pub struct LostOffCpu {
     pub count: u64,
 }
 
+/// A feature the recording went without because the running kernel could not load it
+/// (added in 1.4; a definition, keyed by `feature`, written in the first block). The
+/// recording went on with what could load; readers say what is missing and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct FeatureOff {
+    /// Which feature ([`feature`]); a reader names a code it does not know by its number.
+    pub feature: u32,
+    /// What the recording did instead, in words (`frame-pointer stacks`); empty when the
+    /// feature is simply absent.
+    pub instead: String,
+    /// Why, in one line: the kernel's refusal as the recorder read it.
+    pub reason: String,
+}
+
+impl FeatureOff {
+    /// What is off, what was done instead and why, in one line: what `hotspot record`
+    /// prints when it happens and `hotspot info` shows of the capture.
+    pub fn line(&self) -> String {
+        let name = feature::name(self.feature)
+            .map_or_else(|| format!("feature {}", self.feature), str::to_owned);
+        let instead = if self.instead.is_empty() {
+            String::new()
+        } else {
+            format!(", recorded with {} instead", self.instead)
+        };
+        format!("{name} is off{instead}: {}", self.reason)
+    }
+}
+
+/// The feature codes of [`FeatureOff`]. Never renumber.
+pub mod feature {
+    /// Call-frame unwinding over a copy of the user stack (`--call-graph dwarf`): the BPF
+    /// program copying stacks did not load, so stacks are frame-pointer walks.
+    pub const CFI_UNWINDING: u32 = 1;
+    /// Every code with its name as `SPEC.md` and `info --json` spell it.
+    pub const ALL: &[(u32, &str)] = &[(CFI_UNWINDING, "cfi-unwinding")];
+
+    /// The name of a feature code; `None` for a code this reader does not know.
+    pub fn name(code: u32) -> Option<&'static str> {
+        ALL.iter().find(|(c, _)| *c == code).map(|(_, n)| *n)
+    }
+}
+
 /// Every record kind. The numeric kind on disk is given by [`Record::kind`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
@@ -414,6 +457,7 @@ pub enum Record {
     OffCpu(OffCpu),
     ThreadTimes(ThreadTimes),
     LostOffCpu(LostOffCpu),
+    FeatureOff(FeatureOff),
 }
 
 /// On-disk record kind numbers. Never renumber: add new kinds at the end.
@@ -437,6 +481,7 @@ pub mod kind {
     pub const OFF_CPU: u32 = 17;
     pub const THREAD_TIMES: u32 = 18;
     pub const LOST_OFF_CPU: u32 = 19;
+    pub const FEATURE_OFF: u32 = 20;
     /// Every kind with its name as `SPEC.md` spells it.
     pub const ALL: &[(u32, &str)] = &[
         (SESSION, "Session"),
@@ -458,6 +503,7 @@ pub mod kind {
         (OFF_CPU, "OffCpu"),
         (THREAD_TIMES, "ThreadTimes"),
         (LOST_OFF_CPU, "LostOffCpu"),
+        (FEATURE_OFF, "FeatureOff"),
     ];
 }
 
@@ -484,6 +530,7 @@ impl Record {
             Record::OffCpu(_) => kind::OFF_CPU,
             Record::ThreadTimes(_) => kind::THREAD_TIMES,
             Record::LostOffCpu(_) => kind::LOST_OFF_CPU,
+            Record::FeatureOff(_) => kind::FEATURE_OFF,
         }
     }
 }

@@ -279,6 +279,55 @@ fn unknown_kinds_are_skipped_and_counted() {
     assert_eq!(diag.unknown_kinds, vec![(99, 2), (1000, 1)]);
 }
 
+/// What a 1.3 reader makes of a 1.4 capture's `FeatureOff` (kind 20): the same bytes under a
+/// kind this reader does not know (a 1.3 reader knows none from 20 on) are skipped by their
+/// length and counted, and the records around them are read unchanged; under their own kind
+/// they are read, and bytes a later minor appends to the body are ignored.
+#[test]
+fn a_feature_off_record_is_skipped_by_a_reader_that_does_not_know_it() {
+    let off = FeatureOff {
+        feature: feature::CFI_UNWINDING,
+        instead: "frame-pointer stacks".into(),
+        reason: "the kernel refused BPF program `hs_sample_stack`".into(),
+    };
+    let lost = Record::Lost(Lost {
+        time_ns: 1,
+        cpu: 2,
+        count: 3,
+    });
+    let mut body = postcard::to_allocvec(&off).unwrap();
+    let frame = |kind: u32, body: &[u8]| {
+        let mut raw = Vec::new();
+        let mut scratch = Vec::new();
+        encode_record(&lost, &mut raw, &mut scratch).unwrap();
+        encode_raw(kind, body, &mut raw);
+        encode_record(&lost, &mut raw, &mut scratch).unwrap();
+        capture_with_raw(header_with(1, 4, 0), &raw)
+    };
+    let block = |data: &[u8]| {
+        let events: Vec<Event> = Reader::new(data).unwrap().collect();
+        let [Event::Block(b)] = &events[..] else {
+            panic!("{events:?}")
+        };
+        (b.records.clone(), b.unknown_kinds.clone())
+    };
+    let unknown = 0x7fff_fff0;
+    let (records, skipped) = block(&frame(unknown, &body));
+    assert_eq!(records, vec![lost.clone(), lost.clone()]);
+    assert_eq!(skipped, vec![(unknown, 1)]);
+
+    let (records, skipped) = block(&frame(kind::FEATURE_OFF, &body));
+    assert_eq!(
+        records,
+        vec![lost.clone(), Record::FeatureOff(off.clone()), lost.clone()]
+    );
+    assert!(skipped.is_empty());
+
+    body.extend_from_slice(b"a field from minor 9");
+    let (records, _) = block(&frame(kind::FEATURE_OFF, &body));
+    assert_eq!(records[1], Record::FeatureOff(off));
+}
+
 #[test]
 fn empty_and_foreign_files_are_not_captures() {
     assert!(matches!(

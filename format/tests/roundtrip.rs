@@ -178,6 +178,13 @@ fn record() -> impl Strategy<Value = Record> {
             ),
         (any::<u64>(), any::<u64>())
             .prop_map(|(time_ns, count)| Record::LostOffCpu(LostOffCpu { time_ns, count })),
+        (any::<u32>(), small_string(), small_string()).prop_map(|(feature, instead, reason)| {
+            Record::FeatureOff(FeatureOff {
+                feature,
+                instead,
+                reason,
+            })
+        }),
     ]
 }
 

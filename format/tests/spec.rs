@@ -4,8 +4,9 @@
 #![allow(clippy::unwrap_used)]
 
 use hotspot_format::block::SYNC;
+use hotspot_format::codec::encode_record;
 use hotspot_format::header::MAGIC;
-use hotspot_format::kind;
+use hotspot_format::{FeatureOff, Record, feature, kind};
 
 const SPEC: &str = include_str!("../../SPEC.md");
 
@@ -41,4 +42,35 @@ fn every_record_kind_has_a_section() {
 fn magic_and_sync_marker_match() {
     assert!(SPEC.contains(&hex(&MAGIC)), "magic {}", hex(&MAGIC));
     assert!(SPEC.contains(&hex(&SYNC)), "sync {}", hex(&SYNC));
+}
+
+#[test]
+fn the_feature_off_example_is_what_the_codec_writes() {
+    let mut framed = Vec::new();
+    encode_record(
+        &Record::FeatureOff(FeatureOff {
+            feature: feature::CFI_UNWINDING,
+            instead: "fp".into(),
+            reason: "no".into(),
+        }),
+        &mut framed,
+        &mut Vec::new(),
+    )
+    .unwrap();
+    // kind 20, body length 7, then the body SPEC.md spells out.
+    assert_eq!(&framed[..2], &[20, 7]);
+    let body = hex(&framed[2..]);
+    assert_eq!(body, "01 02 66 70 02 6E 6F");
+    assert!(
+        SPEC.contains(&format!("`{body}`")),
+        "SPEC.md's kind 20 example"
+    );
+}
+
+#[test]
+fn every_feature_code_has_a_row() {
+    for (code, name) in feature::ALL {
+        let row = format!("| `{code}` | `{name}` |");
+        assert!(SPEC.contains(&row), "SPEC.md has no row `{row}`");
+    }
 }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use hotspot_format::definitions::Dedup;
 use hotspot_format::{
-    End, Event, Frame, FrameId, Module, ModuleId, OffCpu, OffCpuSample, Process, Reader, Record,
-    Sample, SessionHeader, StackId, StringId, Symbol, ThreadTimes, Unwinding,
+    End, Event, FeatureOff, Frame, FrameId, Module, ModuleId, OffCpu, OffCpuSample, Process,
+    Reader, Record, Sample, SessionHeader, StackId, StringId, Symbol, ThreadTimes, Unwinding,
 };
 
 use crate::error::ReplayError;
@@ -122,6 +122,9 @@ pub struct Capture {
     pub thread_times: BTreeMap<u32, ThreadTimes>,
     /// Off-CPU samples and thread-time records the kernel dropped (1.3).
     pub lost_off_cpu: u64,
+    /// Features the recording went without because the kernel could not load them
+    /// (1.4), one per feature code, in the order written.
+    pub features_off: Vec<FeatureOff>,
     pub lost: u64,
     /// Mapping events the kernel dropped while recording (1.2): frames of the processes
     /// they were about may be unnamed.
@@ -334,6 +337,11 @@ impl Capture {
                 Entry::Occupied(mut o) => merge_times(o.get_mut(), &t),
             },
             Record::LostOffCpu(l) => self.lost_off_cpu = self.lost_off_cpu.saturating_add(l.count),
+            Record::FeatureOff(f) => {
+                if !self.features_off.iter().any(|o| o.feature == f.feature) {
+                    self.features_off.push(f);
+                }
+            }
         }
     }
 

@@ -10,9 +10,7 @@ use hotspot_format::ThreadTimes;
 use hotspot_replay::Capture;
 use hotspot_replay::profile::StackNames;
 
-use std::process::Command;
-
-use hotspot_testkit::e2e::{hotspot, hotspot_path, run_ok, serial, tmp};
+use hotspot_testkit::e2e::{hotspot, run_ok, serial, tmp};
 
 /// A fixture's line about one of its threads (see `fixtures/offcpu_thread.h`).
 #[derive(Debug, Clone)]
@@ -24,6 +22,8 @@ pub struct ThreadLine {
     /// schedstat: ns on a CPU, ns runnable on a run queue.
     pub run_ns: u64,
     pub wait_ns: u64,
+    /// Voluntary context switches: waits that a wake-up ended.
+    pub nvcsw: u64,
 }
 
 /// One recording and what the fixture printed.
@@ -35,10 +35,8 @@ pub struct Recorded {
     /// Steal time of all CPUs while the recording ran (/proc/stat), in ns: time the
     /// hypervisor ran something else on a CPU this VM believed was running a thread.
     pub steal_ns: u64,
-    /// Each thread's time on a CPU between the kernel's own `sched_switch` events, as
-    /// `perf record -e sched:sched_switch -a` saw them in the same run, in ns.
-    pub switch_run_ns: BTreeMap<u32, u64>,
-    _dir: tempfile::TempDir,
+    /// Where the capture is, when it is the test's own.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Recorded {
@@ -49,12 +47,19 @@ impl Recorded {
             .unwrap_or_else(|| panic!("{}: no line for thread {name}", self.prog))
     }
 
-    /// The thread's time on a CPU by the kernel's switch events (see `switch_run_ns`).
-    pub fn switch_run(&self, tid: u32) -> u64 {
-        *self
-            .switch_run_ns
-            .get(&tid)
-            .unwrap_or_else(|| panic!("{}: perf saw no switch of tid {tid}", self.prog))
+    /// A recording made elsewhere (a kernel matrix VM): the capture at `path`, the
+    /// target's stderr, and the steal time over the recording.
+    pub fn load(prog: &str, path: &Path, stderr: &str, steal_ns: u64) -> Recorded {
+        let capture = Capture::open(path)
+            .unwrap_or_else(|e| panic!("{}: capture does not open: {e}", path.display()));
+        Recorded {
+            prog: prog.to_owned(),
+            path: path.to_owned(),
+            capture,
+            threads: thread_lines(stderr, prog),
+            steal_ns,
+            _dir: None,
+        }
     }
 
     pub fn times(&self, tid: u32) -> &ThreadTimes {
@@ -71,17 +76,11 @@ impl Recorded {
 pub fn record(prog: &str, extra: &[&str], argv: &[&str]) -> Recorded {
     let dir = tmp();
     let path = dir.path().join(format!("{prog}.hsp"));
-    let switches = dir.path().join("switches.data");
     let (out, steal_ns) = {
         let _g = serial();
         let steal = steal_ns();
-        // perf wraps the recording so that its switch events cover the whole of it.
         let out = run_ok(
-            Command::new("perf")
-                .args(["record", "-q", "-e", "sched:sched_switch", "-a", "-o"])
-                .arg(&switches)
-                .arg("--")
-                .arg(hotspot_path())
+            hotspot()
                 .arg("record")
                 .args(extra)
                 .arg("-o")
@@ -91,64 +90,21 @@ pub fn record(prog: &str, extra: &[&str], argv: &[&str]) -> Recorded {
         );
         (out, steal_ns() - steal)
     };
-    let switch_run_ns = switch_runs(&switches);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let threads = thread_lines(&stderr, prog);
-    let capture = Capture::open(&path).expect("capture opens");
     Recorded {
-        prog: prog.to_owned(),
-        path,
-        capture,
-        threads,
-        steal_ns,
-        switch_run_ns,
-        _dir: dir,
+        _dir: Some(dir),
+        ..Recorded::load(prog, &path, &stderr, steal_ns)
     }
 }
 
-/// Each thread's time on a CPU, from switch in to switch out, by the `sched_switch`
-/// events in the perf data at `data`.
-fn switch_runs(data: &Path) -> BTreeMap<u32, u64> {
-    let out = run_ok(
-        Command::new("perf")
-            .args(["script", "--ns", "-F", "time,trace", "-i"])
-            .arg(data),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut since: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut run: BTreeMap<u32, u64> = BTreeMap::new();
-    for line in text.lines() {
-        let mut words = line.split_whitespace();
-        let Some(time) = words.next().and_then(|t| t.strip_suffix(':')) else {
-            continue;
-        };
-        let Some((s, ns)) = time.split_once('.') else {
-            continue;
-        };
-        let (Ok(s), Ok(ns)) = (s.parse::<u64>(), ns.parse::<u64>()) else {
-            continue;
-        };
-        let now = s * 1_000_000_000 + ns;
-        let pid = |key: &str| {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix(key))
-                .and_then(|v| v.parse::<u32>().ok())
-        };
-        let (Some(prev), Some(next)) = (pid("prev_pid="), pid("next_pid=")) else {
-            panic!("perf script: not a sched_switch line: {line}");
-        };
-        if let Some(t0) = since.remove(&prev) {
-            *run.entry(prev).or_default() += now.saturating_sub(t0);
-        }
-        since.insert(next, now);
-    }
-    run
-}
-
-/// Steal time of all CPUs so far: the 8th value of /proc/stat's `cpu` line, in USER_HZ
-/// ticks (100 a second on Linux).
+/// Steal time of all CPUs so far.
 fn steal_ns() -> u64 {
-    let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
+    steal_ns_in(&std::fs::read_to_string("/proc/stat").expect("/proc/stat"))
+}
+
+/// The steal time in a copy of /proc/stat: the 8th value of its `cpu` line, in USER_HZ
+/// ticks (100 a second on Linux).
+pub fn steal_ns_in(stat: &str) -> u64 {
     let cpu = stat
         .lines()
         .find(|l| l.starts_with("cpu "))
@@ -181,6 +137,7 @@ fn thread_lines(stderr: &str, prog: &str) -> Vec<ThreadLine> {
                 end_ns: get("end_ns"),
                 run_ns: get("run_ns"),
                 wait_ns: get("wait_ns"),
+                nvcsw: get("nvcsw"),
             }
         })
         .collect()

@@ -84,6 +84,28 @@ pub enum BpfError {
         reason: String,
     },
 
+    /// `--off-cpu`'s sampler could not be attached to `finish_task_switch`.
+    #[error("cannot attach BPF program `{program}` to a kprobe on {function}: {reason}")]
+    AttachKprobe {
+        /// Program name.
+        program: &'static str,
+        /// The kernel function (the names tried are in `reason`).
+        function: &'static str,
+        /// Cause, for each name tried.
+        reason: String,
+    },
+
+    /// The kernel offers nothing the off-CPU sampler can run from.
+    #[error(
+        "kernel {kernel} cannot take off-CPU stacks: it has neither the sched_exit_tp \
+         tracepoint (Linux ≥6.16) nor kprobes (CONFIG_KPROBES) for finish_task_switch; \
+         record without --off-cpu"
+    )]
+    OffCpuUnsupported {
+        /// Release of the running kernel, e.g. `6.1`.
+        kernel: String,
+    },
+
     /// The kernel's mapping events could not be opened.
     #[error(
         "cannot open the kernel's mapping events (a perf dummy event on CPU {cpu}; they need \

@@ -2,19 +2,21 @@
 //! written into it, relocated against the kernel's types (the BTF subset, else the whole
 //! kernel BTF), and its programs handed to the verifier. [`load`] says in [`Loaded`] which
 //! programs it loaded, and the sampler attaches those: a program that may fail on some
-//! kernels and be done without (or replaced, as frame pointers would a refused stack copy)
-//! is decided here, in one place.
+//! kernels and be done without (or replaced, as frame pointers replace a refused stack
+//! copy when [`SamplerOptions::stack_fallback`] allows) is decided here, in one place.
 
 use aya::{Ebpf, EbpfError, EbpfLoader};
+use hotspot_format::{FeatureOff, feature};
 
 use super::abi::MAX_STACK;
 use super::btf_subset;
 use super::caps;
 use super::error::{BpfError, kernel_release};
+use super::forced_refusal::ForcedRefusals;
 use super::off_cpu::THREADS_MAX;
+use super::off_cpu_attach::{OffCpuAttach, STACK_OFF_CPU_KPROBE, STACK_OFF_CPU_TRACEPOINT};
 use super::programs::{
-    FP_OFF_CPU_PROGRAM, FP_SAMPLE_PROGRAM, LoadFailure, STACK_OFF_CPU_PROGRAM,
-    STACK_SAMPLE_PROGRAM, load_error, load_kernel_symbols, load_programs,
+    FP_SAMPLE_PROGRAM, STACK_SAMPLE_PROGRAM, load_error, load_kernel_symbols, load_programs,
 };
 use super::ring_size::max_record_bytes;
 use crate::live::kernel_names::BpfKernelSymbols;
@@ -39,10 +41,17 @@ pub struct SamplerOptions {
     /// no registers, no copy, only the kernel's frame-pointer walk (the program every
     /// kernel from 5.8 runs; the copying one needs 5.17).
     pub stack_cap: u32,
+    /// With `stack_cap > 0`: when the kernel refuses a stack-copying program, load the
+    /// frame-pointer programs instead and say so ([`BpfSampler::features_off`]) rather
+    /// than fail. `hotspot record` sets it unless `--call-graph dwarf` was asked for.
+    ///
+    /// [`BpfSampler::features_off`]: super::BpfSampler::features_off
+    pub stack_fallback: bool,
     /// Also record off-CPU time (`--off-cpu`): every traced thread's exact times at
     /// each context switch, and a sample of the stack it blocked in each time its
     /// blocked time crosses a period (1 / `freq_hz`). Needs 5.18 (sched_switch's
-    /// `prev_state`).
+    /// `prev_state`), and the `sched_exit_tp` tracepoint (6.16) or kprobes for the stacks
+    /// (see `recorder/src/bpf/off_cpu_attach.rs`).
     pub off_cpu: bool,
 }
 
@@ -56,6 +65,7 @@ impl Default for SamplerOptions {
             self_tgid: std::process::id(),
             ring_bytes: 8 << 20,
             stack_cap: MAX_STACK as u32,
+            stack_fallback: false,
             off_cpu: false,
         }
     }
@@ -75,15 +85,68 @@ pub(super) struct Loaded {
     pub(super) btf_subset: bool,
     /// [`FP_SAMPLE_PROGRAM`] or [`STACK_SAMPLE_PROGRAM`].
     pub(super) sample_program: &'static str,
-    /// `--off-cpu`'s sampler, when asked for.
-    pub(super) off_cpu_program: Option<&'static str>,
+    /// `--off-cpu`'s sampler, when asked for: where it attaches, and which program that is.
+    pub(super) off_cpu_program: Option<(OffCpuAttach, &'static str)>,
     /// `None` where the kernel cannot run `hs_ksym`.
     pub(super) kernel_symbols: Option<BpfKernelSymbols>,
+    /// Bytes of user stack each sample copies: the options' `stack_cap`, or 0 after a
+    /// fallback to frame pointers.
+    pub(super) stack_cap: u32,
+    /// What the kernel refused and the recording goes without.
+    pub(super) features_off: Vec<FeatureOff>,
 }
 
-/// Loads the object and the programs `opts` ask for (targets are added, and programs
-/// attached, by the sampler).
+/// What frame-pointer stacks are called where a recording says what it went without.
+const FP_INSTEAD: &str = "frame-pointer stacks (--call-graph fp)";
+
+/// Loads the object and the programs `opts` ask for; when the kernel refuses a
+/// stack-copying program and `opts.stack_fallback` allows, the frame-pointer programs
+/// instead, with the refusal in [`Loaded::features_off`].
 pub(super) fn load(opts: &SamplerOptions) -> Result<Loaded, BpfError> {
+    match load_exactly(opts, &ForcedRefusals::from_env()) {
+        Err(Refusal::StackCopy(refused)) if opts.stack_fallback => {
+            let fp = SamplerOptions {
+                stack_cap: 0,
+                stack_fallback: false,
+                ..opts.clone()
+            };
+            let mut loaded = load(&fp)?;
+            loaded.features_off.push(FeatureOff {
+                feature: feature::CFI_UNWINDING,
+                instead: FP_INSTEAD.to_owned(),
+                reason: refused.to_string(),
+            });
+            Ok(loaded)
+        }
+        // Asked for explicitly: say what records without it.
+        Err(Refusal::StackCopy(BpfError::ProgramLoad { program, reason })) => {
+            Err(BpfError::ProgramLoad {
+                program,
+                reason: format!("{reason} (--call-graph fp records without the stack copy)"),
+            })
+        }
+        Err(Refusal::StackCopy(e) | Refusal::Other(e)) => Err(e),
+        Ok(loaded) => Ok(loaded),
+    }
+}
+
+/// Why [`load_exactly`] failed: a stack-copying program refused (which frame pointers
+/// can replace), or anything else.
+enum Refusal {
+    StackCopy(BpfError),
+    Other(BpfError),
+}
+
+impl From<BpfError> for Refusal {
+    fn from(e: BpfError) -> Self {
+        Refusal::Other(e)
+    }
+}
+
+/// Loads the object and the programs `opts` ask for, no fewer (targets are added, and
+/// programs attached, by the sampler); `forced` names programs to refuse as if the kernel
+/// had.
+fn load_exactly(opts: &SamplerOptions, forced: &ForcedRefusals) -> Result<Loaded, Refusal> {
     validate(opts)?;
     caps::check()?;
     raise_memlock_limit();
@@ -96,7 +159,8 @@ pub(super) fn load(opts: &SamplerOptions) -> Result<Loaded, BpfError> {
             kernel: kernel_release(),
             feature: "BTF type information (/sys/kernel/btf/vmlinux)",
             needs: "5.5 with CONFIG_DEBUG_INFO_BTF=y",
-        });
+        }
+        .into());
     }
 
     let all_processes = u8::from(opts.all_processes);
@@ -149,26 +213,42 @@ pub(super) fn load(opts: &SamplerOptions) -> Result<Loaded, BpfError> {
             load_object(&mut EbpfLoader::new(), &globals).map_err(load_error)?,
             false,
         ),
-        Err(e) => return Err(load_error(e)),
+        Err(e) => return Err(load_error(e).into()),
     };
 
-    let (sample_program, off_cpu_program) = if opts.stack_cap == 0 {
-        (FP_SAMPLE_PROGRAM, FP_OFF_CPU_PROGRAM)
+    let sample_program = if opts.stack_cap == 0 {
+        FP_SAMPLE_PROGRAM
     } else {
-        (STACK_SAMPLE_PROGRAM, STACK_OFF_CPU_PROGRAM)
+        STACK_SAMPLE_PROGRAM
     };
-    let off_cpu_program = opts.off_cpu.then_some(off_cpu_program);
+    let off_cpu_program = if opts.off_cpu {
+        let attach = OffCpuAttach::choose(kernel_btf)?;
+        Some((attach, attach.program(opts.stack_cap > 0)))
+    } else {
+        None
+    };
     // aya does not fail the object's load on a CO-RE field it cannot find: it
     // poisons the instruction, and the verifier then refuses the program. A subset
     // that lacks a field the programs read is such a case: parse the whole BTF.
-    let mut loaded = load_programs(&mut ebpf, sample_program, off_cpu_program);
+    let mut loaded = load_programs(&mut ebpf, sample_program, off_cpu_program, forced);
     let mut btf_subset = btf_subset;
     if btf_subset && matches!(&loaded, Err(f) if f.poisoned_relocation()) {
         ebpf = load_object(&mut EbpfLoader::new(), &globals).map_err(load_error)?;
         btf_subset = false;
-        loaded = load_programs(&mut ebpf, sample_program, off_cpu_program);
+        loaded = load_programs(&mut ebpf, sample_program, off_cpu_program, forced);
     }
-    loaded.map_err(LoadFailure::into_error)?;
+    if let Err(failure) = loaded {
+        let copies = matches!(
+            failure.program(),
+            Some(STACK_SAMPLE_PROGRAM | STACK_OFF_CPU_TRACEPOINT | STACK_OFF_CPU_KPROBE)
+        );
+        let error = failure.into_error();
+        return Err(if copies {
+            Refusal::StackCopy(error)
+        } else {
+            Refusal::Other(error)
+        });
+    }
     // Optional: without it (bpf_snprintf needs 5.13) kernel frames are named from
     // /proc/kallsyms instead.
     let kernel_symbols = load_kernel_symbols(&mut ebpf);
@@ -178,6 +258,8 @@ pub(super) fn load(opts: &SamplerOptions) -> Result<Loaded, BpfError> {
         sample_program,
         off_cpu_program,
         kernel_symbols,
+        stack_cap: opts.stack_cap,
+        features_off: Vec::new(),
     })
 }
 

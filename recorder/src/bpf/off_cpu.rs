@@ -1,5 +1,6 @@
 //! `--off-cpu`'s kernel side as the sampler holds it: the switch programs' links, the
 //! session start they account from, the `threads` map read at the end, their statistics.
+//! Where the off-CPU sampler attaches is [`OffCpuAttach`]'s.
 
 use std::time::Duration;
 
@@ -10,9 +11,8 @@ use aya::programs::raw_trace_point::RawTracePointLinkId;
 use super::abi::THREAD_SIZE;
 use super::decode::parse_thread;
 use super::error::{BpfError, chain};
-use super::programs::{
-    SCHED_EXIT_TRACEPOINT, SWITCH_PROGRAM, map_error, take_map, tracepoint_program,
-};
+use super::off_cpu_attach::{OffCpuAttach, OffCpuLink};
+use super::programs::{SWITCH_PROGRAM, map_error, missing_program, take_map, tracepoint_program};
 use crate::event::OpenThreadTimes;
 use crate::live::machine;
 
@@ -33,11 +33,13 @@ pub struct ProgramStats {
 
 /// The off-CPU programs and maps of a loaded object.
 pub(super) struct OffCpu {
-    /// The off-CPU sampler (`hs_off_cpu` or `hs_off_cpu_stack`).
+    /// Where the off-CPU sampler attaches.
+    attach: OffCpuAttach,
+    /// The off-CPU sampler ([`OffCpuAttach::program`]).
     program: &'static str,
     threads: HashMap<MapData, u32, [u8; THREAD_SIZE]>,
     session: Array<MapData, u64>,
-    links: Option<(RawTracePointLinkId, RawTracePointLinkId)>,
+    links: Option<(RawTracePointLinkId, OffCpuLink)>,
     /// Set by the caller; else when attached.
     pub(super) session_start_ns: Option<u64>,
     /// When the switch programs were detached.
@@ -45,9 +47,14 @@ pub(super) struct OffCpu {
 }
 
 impl OffCpu {
-    /// Takes the maps out of a loaded object whose `program` was loaded.
-    pub(super) fn new(ebpf: &mut Ebpf, program: &'static str) -> Result<Self, BpfError> {
+    /// Takes the maps out of a loaded object whose `program` was loaded for `attach`.
+    pub(super) fn new(
+        ebpf: &mut Ebpf,
+        attach: OffCpuAttach,
+        program: &'static str,
+    ) -> Result<Self, BpfError> {
         Ok(OffCpu {
+            attach,
             program,
             threads: HashMap::try_from(take_map(ebpf, "threads")?)
                 .map_err(|e| map_error("threads", "open", &e))?,
@@ -66,14 +73,7 @@ impl OffCpu {
         self.session
             .set(0, start, 0)
             .map_err(|e| map_error("session", "write", &e))?;
-        let program = self.program;
-        let sampler = tracepoint_program(ebpf, program)?
-            .attach(SCHED_EXIT_TRACEPOINT)
-            .map_err(|e| BpfError::AttachTracepoint {
-                program,
-                tracepoint: SCHED_EXIT_TRACEPOINT,
-                reason: format!("{} (--off-cpu needs Linux 6.16)", chain(&e)),
-            })?;
+        let sampler = self.attach.attach(ebpf, self.program)?;
         let (switch_program, tracepoint) = SWITCH_PROGRAM;
         let attached = tracepoint_program(ebpf, switch_program).and_then(|p| {
             p.attach(tracepoint)
@@ -89,9 +89,7 @@ impl OffCpu {
                 Ok(())
             }
             Err(e) => {
-                if let Ok(p) = tracepoint_program(ebpf, program) {
-                    let _ = p.detach(sampler);
-                }
+                let _ = self.attach.detach(ebpf, self.program, sampler);
                 Err(e)
             }
         }
@@ -105,9 +103,7 @@ impl OffCpu {
         let switch = tracepoint_program(ebpf, SWITCH_PROGRAM.0)?
             .detach(switch)
             .map_err(|e| BpfError::Detach { reason: chain(&e) });
-        let sampler = tracepoint_program(ebpf, self.program)?
-            .detach(sampler)
-            .map_err(|e| BpfError::Detach { reason: chain(&e) });
+        let sampler = self.attach.detach(ebpf, self.program, sampler);
         self.end_ns = Some(machine::monotonic_ns());
         switch.and(sampler)
     }
@@ -138,8 +134,9 @@ impl OffCpu {
 
     /// `[sched_switch, the off-CPU sampler]`.
     pub(super) fn stats(&self, ebpf: &mut Ebpf) -> Result<[ProgramStats; 2], BpfError> {
-        let mut stats = |name: &'static str| {
-            tracepoint_program(ebpf, name)?
+        let stats = |name: &'static str| {
+            ebpf.program(name)
+                .ok_or_else(|| missing_program(name))?
                 .info()
                 .map(|i| ProgramStats {
                     name,

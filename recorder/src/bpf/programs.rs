@@ -9,6 +9,10 @@ use aya::programs::{PerfEvent, ProgramError, RawTracePoint};
 use aya::{Ebpf, EbpfError};
 
 use super::error::{BpfError, chain, kernel_release};
+use super::forced_refusal::{self, ForcedRefusals};
+use super::off_cpu_attach::{
+    FP_OFF_CPU_KPROBE, OffCpuAttach, STACK_OFF_CPU_KPROBE, STACK_OFF_CPU_TRACEPOINT,
+};
 use crate::live::kernel_names::BpfKernelSymbols;
 
 /// The frame-pointer-only sampler: `stack_cap == 0`, and every kernel from 5.8.
@@ -25,14 +29,9 @@ pub(super) const TASK_PROGRAMS: [(&str, &str); 3] = [
 ];
 
 /// `--off-cpu`: (program, tracepoint) keeping each traced thread's times at every switch.
+/// (The program taking a due off-CPU sample's stack depends on where it attaches: see
+/// [`OffCpuAttach::program`].)
 pub(super) const SWITCH_PROGRAM: (&str, &str) = ("hs_switch", "sched_switch");
-/// `--off-cpu`: the program taking a due off-CPU sample's stack, frame pointers only.
-pub(super) const FP_OFF_CPU_PROGRAM: &str = "hs_off_cpu";
-/// `--off-cpu`: the same with the user registers and stack copy.
-pub(super) const STACK_OFF_CPU_PROGRAM: &str = "hs_off_cpu_stack";
-/// What the off-CPU sampler attaches to: the raw tracepoint at the end of `__schedule`,
-/// which a thread switched back in returns from (6.16+).
-pub(super) const SCHED_EXIT_TRACEPOINT: &str = "sched_exit_tp";
 
 /// Kernel-internal, but it does leak to user space from BPF paths.
 pub(super) const ENOTSUPP: i32 = 524;
@@ -136,6 +135,8 @@ pub(super) fn tracepoint_program<'a>(
 pub(super) enum LoadFailure {
     /// The kernel refused this program.
     Refused(&'static str, ProgramError),
+    /// The test switch refused it ([`forced_refusal`]).
+    Forced(&'static str),
     /// The program is not in the object, or not of its expected type.
     Other(BpfError),
 }
@@ -152,13 +153,38 @@ impl LoadFailure {
         }
     }
 
+    /// The program refused, if one was.
+    pub(super) fn program(&self) -> Option<&'static str> {
+        match self {
+            LoadFailure::Refused(p, _) | LoadFailure::Forced(p) => Some(p),
+            LoadFailure::Other(_) => None,
+        }
+    }
+
     pub(super) fn into_error(self) -> BpfError {
         match self {
-            LoadFailure::Refused(STACK_SAMPLE_PROGRAM, e) => stack_program_error(e),
+            LoadFailure::Forced(program) => BpfError::ProgramLoad {
+                program,
+                reason: forced_refusal::reason(),
+            },
+            LoadFailure::Refused(STACK_SAMPLE_PROGRAM, e) => {
+                stack_program_error(STACK_SAMPLE_PROGRAM, e, "perf_event BPF programs", "4.9")
+            }
             LoadFailure::Refused(FP_SAMPLE_PROGRAM, e) => {
                 program_error(FP_SAMPLE_PROGRAM, e, "perf_event BPF programs", "4.9")
             }
-            LoadFailure::Refused(STACK_OFF_CPU_PROGRAM, e) => stack_program_error(e),
+            LoadFailure::Refused(STACK_OFF_CPU_TRACEPOINT, e) => stack_program_error(
+                STACK_OFF_CPU_TRACEPOINT,
+                e,
+                "raw tracepoint BPF programs",
+                "4.17",
+            ),
+            LoadFailure::Refused(STACK_OFF_CPU_KPROBE, e) => {
+                stack_program_error(STACK_OFF_CPU_KPROBE, e, "kprobe BPF programs", "4.1")
+            }
+            LoadFailure::Refused(FP_OFF_CPU_KPROBE, e) => {
+                program_error(FP_OFF_CPU_KPROBE, e, "kprobe BPF programs", "4.1")
+            }
             LoadFailure::Refused(program, e) => {
                 program_error(program, e, "raw tracepoint BPF programs", "4.17")
             }
@@ -167,25 +193,39 @@ impl LoadFailure {
     }
 }
 
-/// Loads the sampling program, the fork/exec/exit programs and, with `off_cpu_program`
-/// (`--off-cpu`), the switch programs into the kernel.
+/// Loads the sampling program, the fork/exec/exit programs and, with `off_cpu`
+/// (`--off-cpu`: where its sampler attaches, and which program that is), the switch
+/// programs into the kernel.
+/// A program `forced` names is refused before the kernel sees it.
 pub(super) fn load_programs(
     ebpf: &mut Ebpf,
     sample_program: &'static str,
-    off_cpu_program: Option<&'static str>,
+    off_cpu: Option<(OffCpuAttach, &'static str)>,
+    forced: &ForcedRefusals,
 ) -> Result<(), LoadFailure> {
+    let switch = off_cpu.map(|_| SWITCH_PROGRAM.0);
+    let every = [sample_program]
+        .into_iter()
+        .chain(TASK_PROGRAMS.map(|(p, _)| p))
+        .chain(switch)
+        .chain(off_cpu.map(|(_, p)| p));
+    for program in every {
+        if forced.refuses(program) {
+            return Err(LoadFailure::Forced(program));
+        }
+    }
     perf_program(ebpf, sample_program)
         .map_err(LoadFailure::Other)?
         .load()
         .map_err(|e| LoadFailure::Refused(sample_program, e))?;
-    let off_cpu = off_cpu_program
-        .into_iter()
-        .flat_map(|p| [SWITCH_PROGRAM.0, p]);
-    for program in TASK_PROGRAMS.map(|(p, _)| p).into_iter().chain(off_cpu) {
+    for program in TASK_PROGRAMS.map(|(p, _)| p).into_iter().chain(switch) {
         tracepoint_program(ebpf, program)
             .map_err(LoadFailure::Other)?
             .load()
             .map_err(|e| LoadFailure::Refused(program, e))?;
+    }
+    if let Some((attach, program)) = off_cpu {
+        attach.load(ebpf, program)?;
     }
     Ok(())
 }
@@ -198,11 +238,17 @@ pub(super) fn poisoned_relocation(log: &str) -> bool {
     log.contains(POISON_HELPER)
 }
 
-/// The copying program needs helpers from 5.11–5.17 (`bpf_get_current_task_btf`,
+/// The copying programs need helpers from 5.11–5.17 (`bpf_get_current_task_btf`,
 /// `bpf_task_pt_regs`, `bpf_find_vma`, `bpf_loop`); an older kernel's verifier names the
 /// first one it lacks "unknown func" (known id, not for this program type) or "invalid
-/// func" (id past the kernel's last). Those become an error that says what still works.
-pub(super) fn stack_program_error(error: ProgramError) -> BpfError {
+/// func" (id past the kernel's last). Those become an error that says what still works;
+/// any other refusal is [`program_error`]'s.
+pub(super) fn stack_program_error(
+    program: &'static str,
+    error: ProgramError,
+    feature: &'static str,
+    needs: &'static str,
+) -> BpfError {
     if let ProgramError::LoadError { verifier_log, .. } = &error
         && let Some(line) = missing_helper(&verifier_log.to_string())
     {
@@ -211,12 +257,7 @@ pub(super) fn stack_program_error(error: ProgramError) -> BpfError {
             reason: line.to_owned(),
         };
     }
-    program_error(
-        STACK_SAMPLE_PROGRAM,
-        error,
-        "perf_event BPF programs",
-        "4.9",
-    )
+    program_error(program, error, feature, needs)
 }
 
 /// Loads `hs_ksym` and takes its output map; `None` if the kernel refuses either.

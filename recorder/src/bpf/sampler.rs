@@ -11,6 +11,7 @@ use aya::programs::perf_event::{
 use aya::programs::raw_trace_point::RawTracePointLinkId;
 
 use aya::Ebpf;
+use hotspot_format::FeatureOff;
 
 use super::abi::{
     HEADER_SIZE, HS_LOST_OFF_CPU, HS_LOST_SAMPLES, HS_LOST_SWITCHES, HS_LOST_TASK_EVENTS,
@@ -62,6 +63,10 @@ pub struct BpfSampler {
     off_cpu: Option<OffCpu>,
     /// The recorder's own tgid, whose mapping events are dropped.
     self_tgid: u32,
+    /// Bytes of user stack each sample copies (0 after a fallback to frame pointers).
+    stack_cap: u32,
+    /// What the kernel refused and the recording goes without.
+    features_off: Vec<FeatureOff>,
 }
 
 impl std::fmt::Debug for BpfSampler {
@@ -84,6 +89,8 @@ impl BpfSampler {
             sample_program,
             off_cpu_program,
             kernel_symbols,
+            stack_cap,
+            features_off,
         } = load::load(opts)?;
         let events = RingBuf::try_from(take_map(&mut ebpf, "events")?)
             .map_err(|e| map_error("events", "open", &e))?;
@@ -93,7 +100,7 @@ impl BpfSampler {
             .map_err(|e| map_error("lost", "open", &e))?;
         let epoll = epoll_for(&events).map_err(BpfError::Poll)?;
         let off_cpu = match off_cpu_program {
-            Some(program) => Some(OffCpu::new(&mut ebpf, program)?),
+            Some((attach, program)) => Some(OffCpu::new(&mut ebpf, attach, program)?),
             None => None,
         };
 
@@ -116,7 +123,22 @@ impl BpfSampler {
             perf_records: Vec::new(),
             off_cpu,
             self_tgid: opts.self_tgid,
+            stack_cap,
+            features_off,
         })
+    }
+
+    /// Bytes of user stack each sample copies: the options' `stack_cap`, or 0 where the
+    /// kernel refused the copy and [`SamplerOptions::stack_fallback`] let frame pointers
+    /// take its place.
+    pub fn stack_cap(&self) -> u32 {
+        self.stack_cap
+    }
+
+    /// What the kernel refused and the recording goes without (one entry per feature,
+    /// for the capture's `FeatureOff` records).
+    pub fn features_off(&self) -> &[FeatureOff] {
+        &self.features_off
     }
 
     /// `--off-cpu`: the monotonic ns to account threads from (a thread already running

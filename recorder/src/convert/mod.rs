@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use hotspot_format::{
-    FrameId, Lost, LostMappings, LostOffCpu, OffCpu, OffCpuSample, ProcessExit, Record, Sample,
-    ThreadState, UnwindMethod, Unwinding, Writer,
+    FeatureOff, FrameId, Lost, LostMappings, LostOffCpu, OffCpu, OffCpuSample, ProcessExit, Record,
+    Sample, ThreadState, UnwindMethod, Unwinding, Writer,
 };
 use hotspot_unwind::{CopyEnd, Regs, StackCopy};
 
@@ -50,6 +50,9 @@ pub struct ConvertConfig {
     /// `--off-cpu`: the ns one off-CPU period stands for (the capture's `OffCpu`
     /// definition); `None`: the capture has no off-CPU data.
     pub off_cpu_period_ns: Option<u64>,
+    /// What the source could not do on this machine and the recording goes without (the
+    /// capture's `FeatureOff` definitions).
+    pub features_off: Vec<FeatureOff>,
 }
 
 impl Default for ConvertConfig {
@@ -60,6 +63,7 @@ impl Default for ConvertConfig {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             stack_cap: 0,
             off_cpu_period_ns: None,
+            features_off: Vec::new(),
         }
     }
 }
@@ -128,6 +132,7 @@ impl Core {
         if let Some(period_ns) = cfg.off_cpu_period_ns {
             pending.push(Record::OffCpu(OffCpu { period_ns }));
         }
+        pending.extend(cfg.features_off.iter().cloned().map(Record::FeatureOff));
         pending.append(&mut defs.records);
         let worker = SymbolWorker::start(cfg.debug_dirs.clone(), vdso).map_err(|source| {
             RecorderError::Io {

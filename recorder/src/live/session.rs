@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use hotspot_format::BlockEvent;
+use hotspot_format::{BlockEvent, FeatureOff};
 
 use super::machine;
 use super::proc_host::{ProcHost, process_exists};
@@ -49,6 +49,11 @@ pub struct SessionOptions {
     pub follow_children: bool,
     /// Bytes of user stack copied per sample for CFI unwinding; 0: frame pointers only.
     pub stack_cap: u32,
+    /// With `stack_cap > 0`: record frame-pointer stacks when the kernel refuses the
+    /// stack copy (saying so: [`Warning::FeatureOff`] and the capture's `FeatureOff`)
+    /// instead of failing. `hotspot record`'s default; an explicit `--call-graph dwarf`
+    /// clears it.
+    pub stack_fallback: bool,
     /// Also record off-CPU time.
     pub off_cpu: bool,
     /// How often a block is written.
@@ -78,6 +83,7 @@ impl SessionOptions {
             duration: None,
             follow_children: true,
             stack_cap: crate::bpf::abi::MAX_STACK as u32,
+            stack_fallback: true,
             off_cpu: false,
             flush_every: RecordConfig::default().flush_every,
             ring_bytes: None,
@@ -125,6 +131,9 @@ pub enum Warning {
     },
     /// The command started outlived the recording and runs on, no longer profiled.
     CommandLeftRunning { pid: u32 },
+    /// The kernel could not load a feature and the recording goes on without it (said
+    /// once, before sampling starts; the capture records it too).
+    FeatureOff(FeatureOff),
 }
 
 /// How long a command may take to exit by itself after a Ctrl-C (the terminal sent it
@@ -163,14 +172,36 @@ pub fn record(
             )
         }),
         stack_cap: opts.stack_cap,
+        stack_fallback: opts.stack_fallback,
         off_cpu: opts.off_cpu,
     };
-    let mut sampler = BpfSampler::load(&sampler_opts)?;
+    let sampler = BpfSampler::load(&sampler_opts)?;
+    for off in sampler.features_off() {
+        observer.warning(Warning::FeatureOff(off.clone()));
+    }
     // An empty file is what a recorder killed during set-up leaves (the file exists
     // before its header is written): replacing it loses nothing.
     let file = crate::capture_file::open_capture(&opts.output, |b| {
         b.is_empty() || b.starts_with(&hotspot_format::header::MAGIC)
     })?;
+    // Until sampling runs, a failure removes the file: a recording that did not start
+    // leaves no capture behind.
+    let unstarted = Unstarted::new(&opts.output, &file);
+    start_and_run(opts, stop, pids, sampler, file, observer, unstarted)
+}
+
+/// The rest of [`record`], once the sampler is loaded and the capture file open; what it
+/// does before sampling starts is undone by `unstarted` if it fails.
+fn start_and_run(
+    opts: &SessionOptions,
+    stop: &AtomicBool,
+    pids: Vec<u32>,
+    mut sampler: BpfSampler,
+    file: File,
+    observer: &mut dyn Observer,
+    mut unstarted: Unstarted,
+) -> Result<Summary, RecorderError> {
+    let all_processes = matches!(opts.target, Target::All);
     let mut flush_log = match &opts.flush_log {
         Some(p) => Some(open_log(p)?),
         None => None,
@@ -193,9 +224,11 @@ pub fn record(
         convert: ConvertConfig {
             targets: targets.clone(),
             all_processes,
-            stack_cap: opts.stack_cap,
+            // What the kernel took, which a fallback may have made 0.
+            stack_cap: sampler.stack_cap(),
             // One period: what a CPU sample stands for (the kernel's period_ns).
             off_cpu_period_ns: opts.off_cpu.then(|| 1_000_000_000 / u64::from(opts.freq)),
+            features_off: sampler.features_off().to_vec(),
             ..ConvertConfig::default()
         },
         duration: opts.duration,
@@ -253,6 +286,7 @@ pub fn record(
         // exec is the recorder's own fork (issue 23).
         recorder.track_command(c.pid());
     }
+    unstarted.started();
     observer.started(child.as_ref().map(GatedChild::pid));
     let mut on_progress = |p: &Progress| {
         // Reap a finished command so the recorder sees it gone.
@@ -318,6 +352,42 @@ fn end_command(c: &mut GatedChild, reason: StopReason, observer: &mut dyn Observ
             how,
             grace: GRACE,
         });
+    }
+}
+
+/// The capture file of a recording not started yet: dropped before [`Unstarted::started`],
+/// it removes the file, if the path still names the file it opened (a file put there
+/// since, by whoever can write the directory, is left alone).
+struct Unstarted {
+    path: PathBuf,
+    /// The opened file's (device, inode), or `None` once started.
+    id: Option<(u64, u64)>,
+}
+
+impl Unstarted {
+    fn new(path: &Path, file: &File) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Unstarted {
+            path: path.to_path_buf(),
+            id: file.metadata().ok().map(|m| (m.dev(), m.ino())),
+        }
+    }
+
+    /// Sampling runs: the file stays, whatever happens next.
+    fn started(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for Unstarted {
+    fn drop(&mut self) {
+        use std::os::unix::fs::MetadataExt;
+        let Some(id) = self.id else {
+            return;
+        };
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == id) {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 

@@ -74,6 +74,16 @@ struct SizeInfo {
     records: Vec<KindRow>,
 }
 
+/// A feature the recording went without (format 1.4).
+#[derive(Serialize)]
+struct FeatureOffJson {
+    feature: u32,
+    /// `None` for a code this reader does not know.
+    name: Option<&'static str>,
+    instead: String,
+    reason: String,
+}
+
 #[derive(Serialize)]
 struct Document {
     schema: &'static str,
@@ -84,6 +94,9 @@ struct Document {
     counts: Counts,
     processes: Vec<Process>,
     threads: Vec<Thread>,
+    /// Only when the recording went without something (format 1.4).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    features_off: Vec<FeatureOffJson>,
     /// Formats from 1.3 on only.
     #[serde(skip_serializing_if = "Option::is_none")]
     off_cpu: Option<off_cpu::OffCpuJson>,
@@ -175,6 +188,16 @@ pub fn json_of(f: &Facts) -> String {
                 pid: t.pid,
                 name: display(t.name()),
                 samples: f.counts.thread_samples.get(&t.tid).copied().unwrap_or(0),
+            })
+            .collect(),
+        features_off: c
+            .features_off
+            .iter()
+            .map(|off| FeatureOffJson {
+                feature: off.feature,
+                name: hotspot_format::feature::name(off.feature),
+                instead: display(&off.instead),
+                reason: display(&off.reason),
             })
             .collect(),
         off_cpu: off_cpu::json(f),

@@ -166,6 +166,9 @@ pub fn text_of(f: &Facts) -> String {
     } else {
         let _ = writeln!(o, "session:    missing (the header block was lost)");
     }
+    for off in &c.features_off {
+        let _ = writeln!(o, "off:        {}", display(&off.line()));
+    }
     let _ = writeln!(
         o,
         "duration:   {:.3} s (first to last sample)",
