@@ -92,7 +92,7 @@ fn a_target_that_execs_keeps_both_names_and_both_images() {
     // time: 7% measured), and at least 50 for its share to mean something.
     let cpu_before = logged_seconds(&stderr, "execer: cpu_s=");
     let cpu_after = logged_seconds(&stderr, "busy: cpu_s=") - cpu_before;
-    let period_s = c.period_ns() as f64 * 1e-9;
+    let period_s = c.period_ns(hotspot_replay::metric::Metric::Cpu) as f64 * 1e-9;
     let enough = |cpu_s: f64| (0.8 * cpu_s / period_s).max(50.0);
     let before = leaves(&c, pid, |t| t < exec_ns);
     let after = leaves(&c, pid, |t| t > exec_ns);

@@ -180,7 +180,7 @@ pub(crate) fn commands() -> &'static [Cmd] {
         }
         for f in DiffFormat::ALL {
             let out = match f {
-                DiffFormat::Text | DiffFormat::Folded => Out::Text,
+                DiffFormat::Text | DiffFormat::Folded | DiffFormat::Svg => Out::Text,
                 DiffFormat::Json => Out::Json,
             };
             all.push(with_format("diff", f.name(), f == DiffFormat::Text, out));
@@ -279,7 +279,8 @@ pub(crate) fn check(
             Expect::Any => {}
             // An empty capture opens, but has nothing to draw a flame graph of.
             Expect::Samples(0) | Expect::Opens
-                if label == "report svg" && line.contains("no samples") => {}
+                if (label == "report svg" || label == "diff svg")
+                    && line.contains("no samples") => {}
             _ => panic!("{what}: expected to open, failed: {line}"),
         }
         return None;
