@@ -76,6 +76,7 @@ pub const ALL_FIXTURES: &[&str] = &[
     "offcpu",
     "contend",
     "pingpong",
+    "deploy",
 ];
 
 /// The flags of a plain optimised build, as distributions and release builds compile:
