@@ -237,7 +237,12 @@ pub fn cpu_and_run_queue_match_schedstat(rec: &Recorded, switch_ns: u64) {
 pub fn nothing_lost_and_off_cpu_defined(rec: &Recorded) {
     let c = &rec.capture;
     assert!(c.off_cpu.is_some(), "{}: no OffCpu definition", rec.prog);
-    assert_eq!(c.period_ns(Metric::OffCpu), 1_000_000_000 / 499, "{}", rec.prog);
+    assert_eq!(
+        c.period_ns(Metric::OffCpu),
+        1_000_000_000 / 499,
+        "{}",
+        rec.prog
+    );
     assert_eq!(c.lost_off_cpu, 0, "{}: lost off-CPU samples", rec.prog);
     assert_eq!(c.lost, 0, "{}: lost samples", rec.prog);
 }
