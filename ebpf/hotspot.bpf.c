@@ -95,7 +95,9 @@ struct hs_sample_buf {
 	struct hs_header hdr;
 	struct hs_user_regs regs;
 	__u64 frames[HS_MAX_USER_FRAMES + HS_MAX_KERNEL_FRAMES];
-	/* Room for an off-CPU record's tail after the deepest frames. */
+	/* Room for the Python part (HS_PYTHON) and an off-CPU record's tail after the deepest frames. */
+	struct hs_python python_room;
+	struct hs_python_frame python_frames_room[HS_MAX_PYTHON_FRAMES];
 	struct hs_off_cpu tail_room;
 };
 
@@ -272,6 +274,8 @@ struct {
  */
 #define reread(x) (*(volatile typeof(x) *)&(x))
 
+#include "python.bpf.h"
+
 /*
  * Wake the reader only once a quarter of the ring holds data: it drains on its own
  * timer anyway (at least every 100 ms), and a wakeup per sample would cost it a
@@ -378,14 +382,20 @@ static __always_inline int fp_sample(void *ctx, struct hs_sample_buf *buf, __u32
 				     __u32 tid, __u64 now, int in_kernel,
 				     const struct hs_off_cpu *off)
 {
-	__u64 size, frames, tail = 0;
+	struct hs_python_buf *py = python_walk(tgid, off != 0);
+	__u64 size, frames, tail = 0, py_len = 0;
 
 	frames = walk_frames(ctx, buf->frames, 1, in_kernel, &buf->hdr);
-	size = sizeof(struct hs_header) + sizeof(struct hs_user_regs) + frames;
+	/* Always true; stated so that the verifier can bound the writes after the frames. */
+	if (frames > sizeof(buf->frames))
+		return 0;
+	if (py) {
+		py_len = python_part_len(py);
+		bpf_probe_read_kernel((__u8 *)buf->frames + frames, py_len, &py->head);
+	}
+	size = sizeof(struct hs_header) + sizeof(struct hs_user_regs) + frames + py_len;
 	if (off) {
-		/* Always true; stated so that the verifier can bound the write. */
-		if (frames <= sizeof(buf->frames))
-			__builtin_memcpy((__u8 *)buf->frames + frames, off, sizeof(*off));
+		__builtin_memcpy((__u8 *)buf->frames + frames + py_len, off, sizeof(*off));
 		tail = sizeof(*off);
 	}
 	size += tail;
@@ -396,7 +406,7 @@ static __always_inline int fp_sample(void *ctx, struct hs_sample_buf *buf, __u32
 	buf->regs.rbx = 0;
 	buf->regs.r11 = 0;
 	buf->regs.stack_len = 0;
-	buf->regs.flags = HS_REGS_NONE | HS_STACK_END_CAP;
+	buf->regs.flags = HS_REGS_NONE | HS_STACK_END_CAP | (py ? HS_PYTHON : 0);
 
 	/*
 	 * Copy only the used part. The explicit clamp is what lets the verifier
@@ -664,7 +674,9 @@ static __always_inline int stack_sample(void *ctx, struct hs_stack_buf *buf,
 					__u32 tgid, __u32 tid, __u64 now, const struct hs_off_cpu *off)
 {
 	struct hs_sample_buf *rec = &buf->rec;
-	__u64 len = 0, copied, user_depth, kernel_depth, head, start, vma_end, tail = 0;
+	__u64 len = 0, copied, user_depth, kernel_depth, head, start, vma_end, tail = 0, py_len = 0,
+	      py_start;
+	struct hs_python_buf *py;
 	__u32 end;
 	long err;
 
@@ -724,6 +736,11 @@ static __always_inline int stack_sample(void *ctx, struct hs_stack_buf *buf,
 	walk_frames(ctx, rec->frames, (flags & HS_STACK_END_MASK) != HS_STACK_END_MAPPING,
 		    (flags & HS_REGS_MASK) != HS_REGS_PERF, &rec->hdr);
 	fill_header(&rec->hdr, kind, tgid, tid, now);
+	py = python_walk(tgid, off != 0);
+	if (py) {
+		rec->regs.flags = flags | HS_PYTHON;
+		py_len = python_part_len(py);
+	}
 
 	/* The record's size, from the record (the bounds hold for any: sample.h). */
 	user_depth = reread(rec->hdr.user_depth);
@@ -741,19 +758,29 @@ static __always_inline int stack_sample(void *ctx, struct hs_stack_buf *buf,
 	}
 
 	/*
-	 * Stated for the verifier: head is at most the whole of rec. The offset
-	 * is computed as a number first (the barrier keeps clang from folding
-	 * it into pointer arithmetic the verifier cannot bound).
+	 * Stated for the verifier: head is at most the whole of rec, less the
+	 * room of the Python part, which goes right after it. The offsets are
+	 * computed as numbers first (the barrier keeps clang from folding them
+	 * into pointer arithmetic the verifier cannot bound).
 	 */
-	if (head > HS_HEAD_MAX)
+	if (head > HS_HEAD_MAX - HS_PY_PART_MAX || py_len > HS_PY_PART_MAX)
 		return 0;
-	start = HS_HEAD_MAX - head;
+	start = HS_HEAD_MAX - head - py_len;
 	asm volatile("" : "+r"(start));
 	if (start > HS_HEAD_MAX)
 		return 0;
 	if (bpf_probe_read_kernel(&buf->head[start], head, rec))
 		return 0;
-	if (bpf_ringbuf_output(&events, &buf->head[start], head + copied + tail, sample_wakeup()))
+	if (py) {
+		py_start = HS_HEAD_MAX - py_len;
+		asm volatile("" : "+r"(py_start));
+		if (py_start > HS_HEAD_MAX)
+			return 0;
+		if (bpf_probe_read_kernel(&buf->head[py_start], py_len, &py->head))
+			return 0;
+	}
+	if (bpf_ringbuf_output(&events, &buf->head[start], head + py_len + copied + tail,
+			       sample_wakeup()))
 		count_lost(off ? HS_LOST_OFF_CPU : HS_LOST_SAMPLES);
 	return 0;
 }
@@ -889,44 +916,50 @@ static __always_inline __u64 split_total(struct task_struct *task, __u32 state)
 	return BPF_CORE_READ(task, se.sum_exec_runtime);
 }
 
+/*
+ * A thread found on the CPU (switching out, or exiting) by an entry that says
+ * it is off the CPU: its switch back in was not seen (about once in 150 waits
+ * of a thread alternating 10 ms of spinning and of nanosleep, with no program
+ * run missed by the kernel's count; why is not known). The interval is the
+ * rest of the wait, then the unseen run, split by the kernel's own accounting:
+ * after a preemption the run-queue wait total says how long the wait was,
+ * after a sleep the run-time total how long the run was. A VM's stolen time
+ * (left out of the run-time total) so lands on the run after a preemption, as
+ * in every interval on the CPU, and on the wait after a sleep. Counted as
+ * unseen switches. Accounted to `now`, on the CPU.
+ */
+static __always_inline void close_unseen_run(struct hs_thread *t, struct task_struct *task,
+					     __u64 now)
+{
+	__u64 gap, ran, total;
+
+	gap = now > t->last_ns ? now - t->last_ns : 0;
+	total = split_total(task, t->state);
+	total = total > t->total_ns ? total - t->total_ns : 0;
+	if (t->state == HS_STATE_RUNNABLE)
+		ran = total < gap ? gap - total : 0;
+	else
+		ran = total;
+	if (ran > gap)
+		ran = gap;
+	t->pending_ns += account(t, now - ran);
+	t->state = HS_STATE_ON_CPU;
+	account(t, now);
+	count_lost(HS_LOST_SWITCHES);
+}
+
 static __always_inline void switched_out(struct task_struct *prev, __u32 tid, __u32 tgid,
 					 __u32 state, __u64 now)
 {
 	struct hs_thread *t = bpf_map_lookup_elem(&threads, &tid);
 	struct hs_thread fresh;
-	__u64 gap, ran, total;
 	int born_late;
 
 	if (t) {
-		/*
-		 * Off the CPU by its entry: its switch back in was not seen (about
-		 * once in 150 waits of a thread alternating 10 ms of spinning and of
-		 * nanosleep, with no program run missed by the kernel's count; why is
-		 * not known). The interval is the rest of the wait, then the unseen
-		 * run, split by the kernel's own accounting: after a preemption the
-		 * run-queue wait total says how long the wait was, after a sleep the
-		 * run-time total how long the run was. A VM's stolen time (left out
-		 * of the run-time total) so lands on the run after a preemption, as in
-		 * every interval on the CPU, and on the wait after a sleep. Counted as
-		 * unseen switches.
-		 */
-		if (t->state != HS_STATE_ON_CPU) {
-			gap = now > t->last_ns ? now - t->last_ns : 0;
-			total = split_total(prev, t->state);
-			total = total > t->total_ns ? total - t->total_ns : 0;
-			if (t->state == HS_STATE_RUNNABLE)
-				ran = total < gap ? gap - total : 0;
-			else
-				ran = total;
-			if (ran > gap)
-				ran = gap;
-			t->pending_ns += account(t, now - ran);
-			t->state = HS_STATE_ON_CPU;
+		if (t->state != HS_STATE_ON_CPU)
+			close_unseen_run(t, prev, now);
+		else
 			account(t, now);
-			count_lost(HS_LOST_SWITCHES);
-		} else {
-			account(t, now);
-		}
 		t->total_ns = split_total(prev, state);
 		t->state = state;
 		return;
@@ -1120,7 +1153,7 @@ int hs_off_stack_kp(struct pt_regs *ctx)
  * still sleep, and switches out one last time) make no new entry: the task
  * is PF_EXITING.
  */
-static __always_inline void thread_exited(__u32 tgid, __u32 tid)
+static __always_inline void thread_exited(struct task_struct *task, __u32 tgid, __u32 tid)
 {
 	struct {
 		struct hs_header hdr;
@@ -1132,7 +1165,13 @@ static __always_inline void thread_exited(__u32 tgid, __u32 tid)
 	if (!t)
 		return;
 	now = bpf_ktime_get_ns();
-	account(t, now);
+	/* An exiting thread is on the CPU: after an unseen switch in, its last
+	 * run is split off the wait as at a switch out (CI once saw a spinner's
+	 * last 81 ms counted as R, against schedstat's 1.6 ms of wait). */
+	if (t->state != HS_STATE_ON_CPU)
+		close_unseen_run(t, task, now);
+	else
+		account(t, now);
 	fill_header(&rec.hdr, HS_KIND_THREAD_TIMES, tgid, tid, now);
 	rec.t = *t;
 	bpf_map_delete_elem(&threads, &tid);
@@ -1197,7 +1236,7 @@ int BPF_PROG(hs_exit, struct task_struct *task)
 	/* Fires for every thread; its times are looked up by tid whether or not
 	 * its process is still a target. */
 	if (off_cpu)
-		thread_exited(tgid, tid);
+		thread_exited(task, tgid, tid);
 	if (!is_traced(tgid))
 		return 0;
 	/*

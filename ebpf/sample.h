@@ -15,12 +15,15 @@
  *   user_depth   x u64      the kernel's frame-pointer walk of the user
  *                           stack, leaf first (the first is the user PC)
  *   kernel_depth x u64      kernel frames, leaf first
+ *   [struct hs_python       8 bytes, only when flags has HS_PYTHON: a sample
+ *    depth x hs_python_frame  of a process registered in `python_procs`,
+ *                           16 bytes each: its Python frames, newest first]
  *   stack_len    x u8       the user stack: the bytes at sp .. sp + stack_len,
  *                           up to the top of its frames (see HS_STACK_END_MAPPING)
  *
- * so it is exactly 96 + 8 * (user_depth + kernel_depth) + stack_len bytes
- * long: ring space follows the real stack depth and the bytes really copied,
- * never the cap.
+ * so it is exactly 96 + 8 * (user_depth + kernel_depth) [+ 8 + 16 * depth]
+ * + stack_len bytes long: ring space follows the real stack depth and the
+ * bytes really copied, never the cap.
  *
  * An HS_KIND_OFF_CPU record is laid out like a sample, then a struct
  * hs_off_cpu (8 bytes) right after the last stack byte: 104 + 8 * depths +
@@ -115,6 +118,13 @@ _Static_assert(sizeof(struct hs_header) == 48, "a 48-byte header");
 #define HS_STACK_VMA_BUSY (1 << 8)
 
 /*
+ * hs_user_regs.flags, bit 9: the process is registered as Python (its entry
+ * in `python_procs`): a struct hs_python and its frames follow the kernel
+ * frames, whether or not the walk found any.
+ */
+#define HS_PYTHON (1 << 9)
+
+/*
  * The user registers unwinding starts from: ip, sp and bp, and the two others
  * that real CFI computes a frame's CFA from: r11 in LLVM's inline stack
  * probe of a frame larger than a page (a loop touching each page on the way
@@ -203,5 +213,84 @@ struct hs_ksym {
 };
 
 _Static_assert(sizeof(struct hs_ksym) == 8 + HS_KSYM_LEN, "no padding in hs_ksym");
+
+/*
+ * Python frames (python.bpf.h). The recorder registers each process it
+ * recognises as a CPython interpreter it supports in the `python_procs` hash
+ * (tgid -> struct hs_python_proc) and removes it at exit; every sample of
+ * such a process walks the sampled thread's Python frames, as
+ * hotspot-python's WalkDescription documents the walk, and carries them.
+ */
+
+/* Most Python frames one sample can carry (the loader's python_frames is at most this). */
+#define HS_MAX_PYTHON_FRAMES 1024
+
+/* hs_python.end: why the walk stopped. */
+#define HS_PY_END_BOTTOM 0       /* at the thread's oldest frame (or it runs no Python now) */
+#define HS_PY_END_CAP 1          /* python_frames reached with frames left (or a loop): add a marker */
+#define HS_PY_END_FAULT 2        /* a frame could not be read: the frames before it are kept */
+#define HS_PY_END_NO_STATE 3     /* the thread has no thread state (it never ran Python), or no key yet */
+#define HS_PY_END_FOREIGN 4      /* the state found is not this thread's (its thread_id is not the FS base) */
+#define HS_PY_END_STATE_FAULT 5  /* the key, its slot or the thread state could not be read */
+
+/* hs_python_frame.flags */
+#define HS_PY_FRAME_ENTRY 1 /* the oldest frame of its eval-loop call (see WalkDescription) */
+
+struct hs_python {
+	__u32 depth; /* frames that follow */
+	__u32 end;   /* HS_PY_END_* */
+};
+
+_Static_assert(sizeof(struct hs_python) == 8, "an 8-byte Python header");
+
+/* One Python frame as the walk reports it (hotspot_python::FrameRecord). */
+struct hs_python_frame {
+	__u64 code;  /* the code object's address */
+	/*
+	 * The frame's position: f_lasti (3.8-3.10, a C int: sign-extend it), or
+	 * the instruction pointer less `code` (3.11+, walk.instr_size 8), which
+	 * fits 32 bits in any real code object.
+	 */
+	__u32 instr;
+	__u32 flags; /* HS_PY_FRAME_* */
+};
+
+_Static_assert(sizeof(struct hs_python_frame) == 16, "a 16-byte Python frame");
+
+/*
+ * The `python_procs` value: where the interpreter's state is in the process
+ * and how to walk it. `runtime` is _PyRuntime's address in the process; the
+ * next 32 bytes are hotspot-python's WalkDescription::to_bytes, the last 8
+ * its TsdLayout::to_bytes (glibc's thread-specific data), field for field.
+ */
+struct hs_python_proc {
+	__u64 runtime;
+	__u8 layout;           /* WalkDescription's layout version (1) */
+	__u8 major;
+	__u8 minor;
+	__u8 walk_flags;       /* 1: tstate_frame points to a _PyCFrame (cframe_frame) */
+	__u32 runtime_tss;     /* Py_tss_t in _PyRuntime: int initialised, then the key */
+	__u16 tstate_frame;
+	__u16 cframe_frame;
+	__u16 tstate_thread_id;
+	__u16 frame_previous;
+	__u16 frame_code;
+	__u16 frame_instr;
+	__u16 frame_entry;
+	__u16 frame_size;      /* bytes read per frame, covering every field above */
+	__u8 instr_size;       /* 4 (f_lasti) or 8 (a pointer) */
+	__u8 entry_mode;       /* 0 every frame, 1 flag byte, 2 shim owner */
+	__u8 entry_value;
+	__u8 reserved0;
+	__u32 reserved1;
+	__u16 tsd_specific;    /* struct pthread's `specific` */
+	__u8 tsd_per_block;
+	__u8 tsd_key_data_size;
+	__u16 tsd_first_block; /* struct pthread's specific_1stblock, 0 when unknown */
+	__u8 tsd_key_data_data;
+	__u8 tsd_blocks;
+};
+
+_Static_assert(sizeof(struct hs_python_proc) == 48, "a 48-byte Python process entry");
 
 #endif /* HOTSPOT_SAMPLE_H */

@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use hotspot_replay::clock::Clock;
 use hotspot_replay::export::diff::Scale;
 use hotspot_replay::export::diff::gate::Rule;
 use hotspot_replay::export::{DiffFormat, Format, Selection};
 use hotspot_replay::metric::Metric;
-use hotspot_replay::time::TimeSpec;
+use hotspot_replay::time::{At, TimeSpec};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,6 +41,12 @@ pub enum Command {
     Diff(DiffArgs),
     /// Profile the built-in demo workload: the live view in a terminal, else record a few seconds and print what was captured.
     Demo(DemoArgs),
+    /// Mark a point in time in a running flight recorder's history: `mark DIR "deploy 4.2"` (`info` and `info --json` of the segment list it).
+    Mark(MarkArgs),
+    /// Copy a capture without what names the machine and its people, to attach it to a ticket: `scrub IN -o OUT` drops command-line arguments beyond the program name, the host name and user names in paths; every profile stays the same.
+    Scrub(ScrubArgs),
+    /// Cut a window of a flight recorder's history into one self-contained capture: `snapshot DIR --last 10m -o incident.hsp` (or `--from/--to`, as the filters take them; `--scrub` as `scrub` does).
+    Snapshot(SnapshotArgs),
     /// Browse a capture in the terminal (flat, callers/callees, flame, stream, threads, timeline); tails it while it grows.
     View(ViewArgs),
     /// Profile live in the terminal: processes (`live -p PID[,PID…]` or `live PID`), a command (`live -- CMD ARGS…`), or pick one from a table (`live`).
@@ -80,6 +87,10 @@ pub struct UnwindArgs {
     /// frame, or goes on by frame pointers where the rest of it has them.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(256..=65536))]
     pub stack_cap: Option<u32>,
+    /// Most Python frames taken per sample of a CPython process (1 to 1024); a deeper
+    /// Python stack ends in a `[python: more frames than --python-frames]` frame.
+    #[arg(long, value_name = "N", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub python_frames: u32,
 }
 
 /// Bytes of user stack copied per sample when `--stack-cap` is not given.
@@ -131,6 +142,28 @@ pub struct RecordArgs {
     /// a kernel that cannot is an error, never a recording without it.
     #[arg(long)]
     pub off_cpu: bool,
+    /// Flight recorder: record into the directory given by `-o` as a history of segments
+    /// (one capture per `--segment`), ending segments older than this (e.g. `30m`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub keep: Option<Duration>,
+    /// Flight recorder: keep the directory's segments under this size (`500M`, `2G`);
+    /// with `--keep` too, a segment goes when either budget says so.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub max_size: Option<u64>,
+    /// Flight recorder: the time each segment covers.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    pub segment: Duration,
+    /// Take marks dropped into DIR (`hotspot mark DIR TEXT`) at every block (the flight
+    /// recorder passes its directory to each segment's recorder).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub marks_from: Option<PathBuf>,
+    /// Flight recorder: print one line per finished segment on stderr.
+    #[arg(long)]
+    pub log_segments: bool,
+    /// Write the capture scrubbed, as `hotspot scrub` would leave it: no command-line
+    /// arguments beyond the program name, no host name, no user names in paths.
+    #[arg(long)]
+    pub scrub: bool,
     /// Leave the command from `-- CMD` running when the recording ends first (by
     /// `--duration` or Ctrl-C); by default it is ended (SIGTERM, SIGKILL 2 s later).
     #[arg(long)]
@@ -168,12 +201,13 @@ pub struct InfoArgs {
 #[derive(Debug, Args)]
 pub struct FilterArgs {
     /// Start of the time range: seconds from the start of the recording (`1.5`, `500ms`),
-    /// or a UTC time (`08:30:05`, `2026-11-29T08:30:05Z`).
-    #[arg(long, value_parser = parse_time)]
-    pub from: Option<TimeSpec>,
+    /// a UTC time (`08:30:05`, `2026-11-29T08:30:05Z`), or `mark:NAME` (the capture's
+    /// first mark with that text).
+    #[arg(long, value_parser = parse_at)]
+    pub from: Option<At>,
     /// End of the time range (same forms as --from).
-    #[arg(long, value_parser = parse_time)]
-    pub to: Option<TimeSpec>,
+    #[arg(long, value_parser = parse_at)]
+    pub to: Option<At>,
     /// Only this thread id (repeatable).
     #[arg(long)]
     pub tid: Vec<u32>,
@@ -186,6 +220,12 @@ pub struct FilterArgs {
     /// Leave kernel frames out (a sample in the kernel counts for its user caller).
     #[arg(long)]
     pub no_kernel: bool,
+    /// Leave the Python interpreter's own native frames (the eval loop and its helpers in
+    /// libpython or python3.x) out of stacks that hold Python frames: Python frames with
+    /// the native frames of C extensions, libraries and the kernel, as `py-spy --native`
+    /// shows them. Their samples count for the Python frame that called them.
+    #[arg(long)]
+    pub no_interpreter: bool,
     /// What to weigh: `cpu` (time on the CPU), `off-cpu` (time blocked, split by state S,
     /// D, R) or `wall` (both); counts are in periods of 1/freq. off-cpu and wall need a
     /// capture recorded with --off-cpu.
@@ -194,17 +234,47 @@ pub struct FilterArgs {
 }
 
 impl FilterArgs {
-    pub fn selection(&self) -> Selection {
-        Selection {
-            from: self.from,
-            to: self.to,
+    /// The selection for the capture at `path`: a `mark:NAME` is placed at that
+    /// capture's mark (read from it first; times need no reading).
+    pub fn selection(&self, path: &std::path::Path) -> anyhow::Result<Selection> {
+        let (from, to) = place(self.from.as_ref(), self.to.as_ref(), || {
+            let c = hotspot_replay::Capture::open(path)?;
+            let clock = hotspot_replay::clock::Clock::of(
+                c.session.as_ref(),
+                c.samples.first().map(|s| s.time_ns),
+            );
+            Ok((clock, c.marks))
+        })?;
+        Ok(Selection {
+            from,
+            to,
             tids: self.tid.clone(),
             threads: self.thread.clone(),
             pids: self.pid.clone(),
             no_kernel: self.no_kernel,
+            no_interpreter: self.no_interpreter,
             metric: self.metric,
-        }
+        })
     }
+}
+
+/// `--from`/`--to` as times: marks placed with the clock and marks `read` gives (called
+/// only when one of them names a mark).
+pub fn place(
+    from: Option<&At>,
+    to: Option<&At>,
+    read: impl FnOnce() -> anyhow::Result<(Option<Clock>, Vec<hotspot_format::Mark>)>,
+) -> anyhow::Result<(Option<TimeSpec>, Option<TimeSpec>)> {
+    if !from.is_some_and(At::is_mark) && !to.is_some_and(At::is_mark) {
+        let time = |a: Option<&At>| match a {
+            Some(At::Time(t)) => Some(*t),
+            _ => None,
+        };
+        return Ok((time(from), time(to)));
+    }
+    let (clock, marks) = read()?;
+    let at = |a: Option<&At>| a.map(|a| a.place(clock.as_ref(), &marks)).transpose();
+    Ok((at(from)?, at(to)?))
 }
 
 #[derive(Debug, Args)]
@@ -222,6 +292,75 @@ pub struct ReportArgs {
     pub top: Option<usize>,
     #[command(flatten)]
     pub filter: FilterArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct MarkArgs {
+    /// The flight recorder's directory (`record --keep … -o DIR`).
+    pub dir: PathBuf,
+    /// What happened (at most 1024 bytes are kept).
+    pub text: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ScrubArgs {
+    /// The capture to scrub.
+    pub input: PathBuf,
+    /// The scrubbed copy (must not exist yet).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub keep: KeepArgs,
+}
+
+/// What a scrub keeps.
+#[derive(Debug, Args)]
+pub struct KeepArgs {
+    /// Keep command-line arguments.
+    #[arg(long)]
+    pub keep_arguments: bool,
+    /// Keep the host name.
+    #[arg(long)]
+    pub keep_host: bool,
+    /// Keep user names in paths under /home and /Users.
+    #[arg(long)]
+    pub keep_user_paths: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("window").required(true).args(["last", "from"])))]
+pub struct SnapshotArgs {
+    /// The flight recorder's directory (`record --keep … -o DIR`).
+    pub dir: PathBuf,
+    /// The last DURATION of the history, up to its newest sample (`10m`, `90s`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with_all = ["from", "to"])]
+    pub last: Option<Duration>,
+    /// Start of the window: seconds from the history's start, a UTC time (`08:30:05`,
+    /// `2026-11-29T08:30:05Z`) or `mark:NAME`, as `report --from` takes it.
+    #[arg(long, value_parser = parse_at)]
+    pub from: Option<At>,
+    /// End of the window (same forms as --from); the newest sample if left out.
+    #[arg(long, value_parser = parse_at, requires = "from")]
+    pub to: Option<At>,
+    /// The capture to write (must not exist yet).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Write it scrubbed, as `hotspot scrub` would leave it.
+    #[arg(long)]
+    pub scrub: bool,
+    #[command(flatten)]
+    pub keep: KeepArgs,
+}
+
+impl KeepArgs {
+    /// What the copy loses.
+    pub fn what(&self) -> hotspot_format::Scrubbed {
+        hotspot_format::Scrubbed {
+            arguments: !self.keep_arguments,
+            host: !self.keep_host,
+            user_paths: !self.keep_user_paths,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -296,7 +435,7 @@ fn parse_metric(s: &str) -> Result<Metric, String> {
         .map_err(|e: hotspot_replay::metric::UnknownMetric| e.to_string())
 }
 
-fn parse_time(s: &str) -> Result<TimeSpec, String> {
+fn parse_at(s: &str) -> Result<At, String> {
     s.parse()
         .map_err(|e: hotspot_replay::time::TimeError| e.to_string())
 }
@@ -336,10 +475,34 @@ pub struct LinkArgs {
 
 #[derive(Debug, Args)]
 pub struct ViewArgs {
-    /// The capture file (finished, or still being written).
+    /// The capture file (finished, or still being written); with a second file, the base
+    /// of a diff: `view BASE NEW` compares NEW with it.
     pub file: PathBuf,
+    /// The capture to compare with the first (finished, or still being written).
+    #[arg(value_name = "NEW")]
+    pub new: Option<PathBuf>,
+    #[command(flatten)]
+    pub compare: CompareArgs,
+    /// Start with the Python interpreter's own native frames hidden (`P` toggles): see
+    /// `hotspot report --no-interpreter`.
+    #[arg(long)]
+    pub no_interpreter: bool,
     #[command(flatten)]
     pub links: LinkArgs,
+}
+
+/// How the views' diff mode compares (`view BASE NEW`, `live --base BASE`): as `hotspot diff`.
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// In a diff, what changes are shown and ranked by: `share` (of each capture's
+    /// samples) or `rate` (ms per second of the time each selection covers); `x` switches.
+    #[arg(long, default_value = "share", value_parser = diff_scales())]
+    pub scale: Scale,
+    /// In a diff, the chance, at most, that any unchanged function is marked as changed
+    /// (as `hotspot diff --alpha`).
+    #[arg(long, default_value_t = hotspot_replay::export::diff::significance::DEFAULT_ALPHA,
+          value_parser = parse_alpha, value_name = "P")]
+    pub alpha: f64,
 }
 
 #[derive(Debug, Args)]
@@ -365,6 +528,11 @@ pub struct LiveArgs {
     pub unwind: UnwindArgs,
     #[command(flatten)]
     pub links: LinkArgs,
+    /// Compare the live profile with this capture (the views' diff mode).
+    #[arg(long, value_name = "FILE")]
+    pub base: Option<PathBuf>,
+    #[command(flatten)]
+    pub compare: CompareArgs,
     /// Command to start and profile, from its first instruction.
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -385,6 +553,32 @@ pub fn parse_pids(values: &[String]) -> anyhow::Result<Vec<u32>> {
 }
 
 /// `3`, `2.5`, `500ms`, `10s`, `2m`, `1h`.
+/// A size in bytes: a number with an optional `K`, `M`, `G` (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let mult: u64 = match c.to_ascii_uppercase() {
+                'K' => 1 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                _ => return Err(format!("invalid size '{s}': use a number with K, M or G")),
+            };
+            (&t[..i], mult)
+        }
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("invalid size '{s}': use a number with K, M or G (e.g. 2G)"))?;
+    match n.checked_mul(mult) {
+        Some(0) | None => Err(format!(
+            "invalid size '{s}': must be positive and under 16 EiB"
+        )),
+        Some(b) => Ok(b),
+    }
+}
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s
@@ -426,6 +620,17 @@ mod tests {
         assert!(parse_duration("5x").is_err());
         assert!(parse_duration("0").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("4K"), Ok(4096));
+        assert_eq!(parse_size("500M"), Ok(500 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        for bad in ["", "0", "G", "2T", "x1", "99999999999G"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
     }
 
     fn record(args: &[&str]) -> RecordArgs {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use hotspot_replay::file::Tail;
+use hotspot_tui::diff::Compare;
 use hotspot_tui::{self as tui, Mode, Options, Term};
 
 use hotspot_recorder::live::session::{self, Observer, SessionOptions, Target, Warning};
@@ -33,6 +34,8 @@ struct Live {
     /// Where to keep the capture (`None`: a temporary file removed at exit).
     output: Option<PathBuf>,
     opts: Options,
+    /// `--base`: the capture the live profile is compared with.
+    base: Option<Compare>,
 }
 
 pub fn run(args: LiveArgs) -> anyhow::Result<()> {
@@ -40,6 +43,11 @@ pub fn run(args: LiveArgs) -> anyhow::Result<()> {
     let mut pids: Vec<u32> = args.pids.into_iter().collect();
     pids.extend(crate::cli::parse_pids(&args.pid)?);
     let opts = options(Mode::Live, &args.links)?;
+    // The base is read before the terminal is taken: a bad file is a one-line error.
+    let base = match &args.base {
+        Some(path) => Some(crate::view::base(path, &args.compare)?),
+        None => None,
+    };
     need_terminal("hotspot live")?;
     let target = if !args.command.is_empty() {
         if !pids.is_empty() {
@@ -70,12 +78,14 @@ pub fn run(args: LiveArgs) -> anyhow::Result<()> {
     session.freq = args.freq;
     session.follow_children = !args.no_children;
     session.stack_cap = args.unwind.stack_cap();
+    session.python_frames = args.unwind.python_frames;
     session.stack_fallback = args.unwind.stack_fallback();
     session.off_cpu = args.off_cpu;
     let live = Live {
         session,
         output: args.output,
         opts,
+        base,
     };
     live_view(term, live)
 }
@@ -109,6 +119,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
     let mut session = SessionOptions::new(Target::Command(cmd), PathBuf::new());
     session.freq = args.freq;
     session.stack_cap = args.unwind.stack_cap();
+    session.python_frames = args.unwind.python_frames;
     session.stack_fallback = args.unwind.stack_fallback();
     live_view(
         term,
@@ -116,6 +127,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
             session,
             output: Some(args.output),
             opts,
+            base: None,
         },
     )
 }
@@ -167,7 +179,10 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
     let (tx, rx) = mpsc::channel();
     let (notes_tx, notes) = mpsc::channel::<String>();
     let Live {
-        mut session, opts, ..
+        mut session,
+        opts,
+        base,
+        ..
     } = live;
     session.output = path.clone();
     session.flush_every = LIVE_FLUSH;
@@ -196,7 +211,16 @@ fn live_view(mut term: Term, live: Live) -> anyhow::Result<()> {
     }
     let shown = Tail::open(&path)
         .map_err(anyhow::Error::from)
-        .and_then(|tail| Ok(tui::view(&mut term, tail, &path, opts, &signals::STOP)?));
+        .and_then(|tail| {
+            Ok(tui::view_against(
+                &mut term,
+                tail,
+                &path,
+                opts,
+                base,
+                &signals::STOP,
+            )?)
+        });
     signals::STOP.store(true, Ordering::SeqCst);
     drop(term);
     notes.try_iter().for_each(|n| eprintln!("hotspot: {n}"));

@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod demo;
+mod flight;
 mod hangup;
 mod live;
 mod output;
@@ -28,6 +29,9 @@ fn main() {
         cli::Command::Info(args) => commands::info::run(args),
         cli::Command::Report(args) => commands::report::run(args),
         cli::Command::Diff(args) => commands::diff::run(args),
+        cli::Command::Scrub(args) => commands::scrub::run(args),
+        cli::Command::Mark(args) => flight::mark(&args),
+        cli::Command::Snapshot(args) => commands::snapshot::run(args),
         cli::Command::Demo(args) => live::demo(args),
         cli::Command::View(args) => view::run(args),
         cli::Command::Live(args) => live::run(args),

@@ -14,16 +14,22 @@ use crate::signals;
 
 pub fn run(args: RecordArgs) -> anyhow::Result<()> {
     let target = target(&args)?;
+    if args.keep.is_some() || args.max_size.is_some() {
+        return crate::flight::run(&args);
+    }
     let mut opts = SessionOptions::new(target, &args.output);
     opts.freq = args.freq;
     opts.duration = args.duration;
     opts.follow_children = !args.no_children;
     opts.stack_cap = args.unwind.stack_cap();
+    opts.python_frames = args.unwind.python_frames;
     opts.stack_fallback = args.unwind.stack_fallback();
     opts.off_cpu = args.off_cpu;
     opts.end_command = !args.keep_running;
     opts.flush_log = args.flush_log.clone();
     opts.ring_bytes = args.ring_bytes;
+    opts.scrub = args.scrub.then_some(hotspot_format::Scrubbed::ALL);
+    opts.marks = args.marks_from.clone();
     if let Some(every) = args.flush_interval {
         opts.flush_every = every;
     }
@@ -78,6 +84,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
     let mut opts = SessionOptions::new(Target::Command(cmd), &args.output);
     opts.freq = args.freq;
     opts.stack_cap = args.unwind.stack_cap();
+    opts.python_frames = args.unwind.python_frames;
     opts.stack_fallback = args.unwind.stack_fallback();
     let summary = record(&opts)?;
     print_summary(&summary, &args.output);

@@ -92,10 +92,14 @@ fn the_same_release_twice_marks_nothing_beyond_the_error_rate() {
             all.push(m);
         }
     }
-    // Holm keeps the chance of any false mark in a pair at or under 5%: over 20 pairs the
-    // expected number of marked pairs is at most 1.
+    // Holm keeps the chance of any false mark in a pair at or under 5%, so the number of
+    // marked pairs is at most Binomial(20, 0.05): 1 expected, but 2 or more in 26% of runs
+    // of a test that is exactly right (one run at i27b had 2). The test fails where that
+    // binomial gives under 0.3%: 5 or more (P(X >= 5) = 0.26%). A true rate of 25% per pair
+    // fails it in 59% of runs, 50% in 99.4%; without the correction (hundreds of tests a
+    // pair at 5% each) nearly every pair is marked.
     assert!(
-        pairs_marked <= 1,
+        pairs_marked <= 4,
         "{pairs_marked} of {PAIRS} pairs of one release had functions marked: {all:?}"
     );
 }

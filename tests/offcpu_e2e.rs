@@ -89,7 +89,14 @@ const SWITCH_NS: u64 = 10_000;
 #[test]
 fn cpu_and_run_queue_match_schedstat() {
     for rec in [offcpu(), contend()] {
-        checks::cpu_and_run_queue_match_schedstat(rec, SWITCH_NS);
+        checks::cpu_and_run_queue_match_schedstat(
+            rec,
+            checks::SwitchClocks {
+                per_wakeup_ns: SWITCH_NS,
+                // Both CPUs run at once: no turns.
+                turn_ns: 0,
+            },
+        );
     }
 }
 

@@ -9,9 +9,9 @@ use crate::columns;
 use crate::error::{CorruptReason, FormatError, RecordError};
 use crate::limits::{self, MAX_BLOCK_RECORDS, MAX_BLOCK_SAMPLES, MAX_UNKNOWN_KINDS};
 use crate::records::{
-    End, FeatureOff, Index, Lost, LostMappings, LostOffCpu, Module, OffCpu, OffCpuBatch, Process,
-    ProcessExit, Record, Sample, SampleBatch, SessionHeader, Stack, StringId, Symbol, Thread,
-    ThreadTimes, Unwinding, kind,
+    End, FeatureOff, Index, InterpreterModule, InterpreterProcess, Lost, LostMappings, LostOffCpu,
+    Mark, Module, OffCpu, OffCpuBatch, Process, ProcessExit, Record, Sample, SampleBatch, Scrubbed,
+    SessionHeader, Stack, StringId, Symbol, Thread, ThreadTimes, Unwinding, kind,
 };
 use crate::varint;
 
@@ -64,6 +64,10 @@ pub fn encode_record(
         Record::ThreadTimes(t) => postcard::to_extend(t, body),
         Record::LostOffCpu(l) => postcard::to_extend(l, body),
         Record::FeatureOff(f) => postcard::to_extend(f, body),
+        Record::InterpreterModule(m) => postcard::to_extend(m, body),
+        Record::InterpreterProcess(p) => postcard::to_extend(p, body),
+        Record::Mark(m) => postcard::to_extend(m, body),
+        Record::Scrubbed(s) => postcard::to_extend(s, body),
     }
     .map_err(FormatError::Encode)?;
     encode_raw(record.kind(), &body, out);
@@ -147,6 +151,10 @@ fn decode_body(
         kind::THREAD_TIMES => Record::ThreadTimes(body::<ThreadTimes>(bytes)?),
         kind::LOST_OFF_CPU => Record::LostOffCpu(body::<LostOffCpu>(bytes)?),
         kind::FEATURE_OFF => Record::FeatureOff(body::<FeatureOff>(bytes)?),
+        kind::INTERPRETER_MODULE => Record::InterpreterModule(body::<InterpreterModule>(bytes)?),
+        kind::INTERPRETER_PROCESS => Record::InterpreterProcess(body::<InterpreterProcess>(bytes)?),
+        kind::MARK => Record::Mark(body::<Mark>(bytes)?),
+        kind::SCRUBBED => Record::Scrubbed(body::<Scrubbed>(bytes)?),
         _ => return Ok(None),
     };
     limits::check_record(&record)?;

@@ -24,6 +24,9 @@ pub enum DefKey {
     OffCpu,
     /// Keyed by feature code.
     FeatureOff(u32),
+    /// Keyed by module id.
+    InterpreterModule(u32),
+    Scrubbed,
 }
 
 /// The definition key of `record`, or `None` for records that are not definitions
@@ -41,6 +44,8 @@ pub fn def_key(record: &Record) -> Option<DefKey> {
         Record::Unwinding(_) => DefKey::Unwinding,
         Record::OffCpu(_) => DefKey::OffCpu,
         Record::FeatureOff(f) => DefKey::FeatureOff(f.feature),
+        Record::InterpreterModule(m) => DefKey::InterpreterModule(m.module),
+        Record::Scrubbed(_) => DefKey::Scrubbed,
         Record::ProcessExit(_)
         | Record::Samples(_)
         | Record::Lost(_)
@@ -48,6 +53,8 @@ pub fn def_key(record: &Record) -> Option<DefKey> {
         | Record::OffCpuSamples(_)
         | Record::ThreadTimes(_)
         | Record::LostOffCpu(_)
+        | Record::InterpreterProcess(_)
+        | Record::Mark(_)
         | Record::Index(_)
         | Record::End(_) => return None,
     })

@@ -10,7 +10,7 @@ pub const HEADER_LEN: usize = 16;
 /// Major version this crate writes and the newest it reads.
 pub const MAJOR: u16 = 1;
 /// Minor version this crate writes.
-pub const MINOR: u16 = 4;
+pub const MINOR: u16 = 6;
 
 /// The decoded file header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

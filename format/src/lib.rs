@@ -13,9 +13,13 @@ pub mod error;
 pub mod follower;
 pub mod header;
 pub mod limits;
+pub mod merge;
 pub mod placeholder;
 pub mod reader;
 pub mod records;
+pub mod rewrite;
+pub mod scrub;
+pub mod segment;
 pub mod varint;
 pub mod writer;
 

@@ -2,7 +2,7 @@
 //! output always passes them (see `SPEC.md`, "Limits").
 
 use crate::error::{FormatError, RecordError};
-use crate::records::Record;
+use crate::records::{InterpreterStatus, Record};
 
 /// Largest compressed payload a block may declare.
 pub const MAX_PAYLOAD_BYTES: u32 = 16 << 20;
@@ -27,6 +27,10 @@ pub const MAX_UNKNOWN_KINDS: usize = 1024;
 /// Largest record body the writer accepts; with its ~1 MiB block target this keeps every
 /// payload far below [`MAX_PAYLOAD_BYTES`] and [`MAX_RAW_BYTES`].
 pub const MAX_RECORD_BODY: usize = 4 << 20;
+
+/// Longest mark text hotspot writes (a reader accepts any string up to
+/// [`MAX_STRING_BYTES`]): a mark names an event, it does not carry a log.
+pub const MAX_MARK_BYTES: usize = 1024;
 
 /// A field over its limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +97,7 @@ pub fn check_record(record: &Record) -> Result<(), Exceeded> {
                 .try_for_each(|a| check_str("process command-line argument", a))
         }
         Record::Thread(t) => check_str("thread name", &t.name),
+        Record::Mark(m) => check_str("mark text", &m.text),
         Record::Module(m) => {
             check_str("module path", &m.path)?;
             check_len("module build id", m.build_id.len(), MAX_STRING_BYTES)
@@ -108,11 +113,22 @@ pub fn check_record(record: &Record) -> Result<(), Exceeded> {
             b.samples.len(),
             MAX_BATCH_SAMPLES as usize,
         ),
+        Record::InterpreterProcess(p) => {
+            check_str("interpreter path", &p.path)?;
+            check_str("interpreter version", &p.version)?;
+            match &p.status {
+                InterpreterStatus::Walked => Ok(()),
+                InterpreterStatus::Unsupported { reason } => {
+                    check_str("interpreter status reason", reason)
+                }
+            }
+        }
         Record::FeatureOff(f) => {
             check_str("feature-off instead", &f.instead)?;
             check_str("feature-off reason", &f.reason)
         }
         Record::Frame(_)
+        | Record::InterpreterModule(_)
         | Record::Symbol(_)
         | Record::ProcessExit(_)
         | Record::Lost(_)
@@ -122,6 +138,7 @@ pub fn check_record(record: &Record) -> Result<(), Exceeded> {
         | Record::LostMappings(_)
         | Record::OffCpu(_)
         | Record::ThreadTimes(_)
-        | Record::LostOffCpu(_) => Ok(()),
+        | Record::LostOffCpu(_)
+        | Record::Scrubbed(_) => Ok(()),
     }
 }

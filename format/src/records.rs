@@ -392,6 +392,75 @@ pub struct LostOffCpu {
     pub count: u64,
 }
 
+/// A language whose interpreted frames the recorder put in a capture (added in 1.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum Language {
+    /// CPython.
+    #[default]
+    Python,
+}
+
+/// What a module is to an interpreter (added in 1.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum InterpreterRole {
+    /// Its frames are the interpreted program's functions, put by the recorder in place
+    /// of the interpreter's frames that ran them: each `Symbol`'s function is the
+    /// qualified name, its location the source file and line.
+    #[default]
+    Frames,
+    /// Its code is the interpreter itself (the native frames between interpreted ones).
+    Runtime,
+}
+
+/// A module an interpreter's frames are in, or that is an interpreter (added in 1.5; a
+/// definition keyed by module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct InterpreterModule {
+    pub module: ModuleId,
+    pub language: Language,
+    pub role: InterpreterRole,
+}
+
+/// Whether the recorder walked a process's interpreted frames (added in 1.5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum InterpreterStatus {
+    /// Its frames were walked and merged into its stacks.
+    #[default]
+    Walked,
+    /// Not walked: its stacks are native only, for this reason.
+    Unsupported { reason: String },
+}
+
+/// One process's interpreter, and how its interpreted frames fared (added in 1.5).
+/// Written when the recorder recognises the interpreter, then with its counts when the
+/// process exits or the recording ends; for one `(pid, start_ns)` the last in file order
+/// holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct InterpreterProcess {
+    pub pid: u32,
+    /// The `Process` version (its `start_ns`) this is about.
+    pub start_ns: u64,
+    pub language: Language,
+    /// The file the interpreter is in (an executable or a `libpython`).
+    pub path: String,
+    /// `3.11`, as far as the file tells it; empty when unknown.
+    pub version: String,
+    pub status: InterpreterStatus,
+    /// Samples of the process taken while its frames were walked (CPU and off-CPU).
+    pub samples: u64,
+    /// Of those, stacks whose interpreted frames were merged in.
+    pub merged: u64,
+    /// Stacks whose interpreted frames did not match the interpreter's native frames:
+    /// kept native, with a mark.
+    pub mismatched: u64,
+    /// Stacks of threads running no interpreted code at the time.
+    pub without_frames: u64,
+    /// Interpreted frames whose code could not be read (named as unresolved).
+    pub unresolved_frames: u64,
+    /// Stacks deeper than the recorder's frame cap (cut, with a marker).
+    pub cut: u64,
+}
+
 /// A feature the recording went without because the running kernel could not load it
 /// (added in 1.4; a definition, keyed by `feature`, written in the first block). The
 /// recording went on with what could load; readers say what is missing and why.
@@ -426,13 +495,43 @@ pub mod feature {
     /// Call-frame unwinding over a copy of the user stack (`--call-graph dwarf`): the BPF
     /// program copying stacks did not load, so stacks are frame-pointer walks.
     pub const CFI_UNWINDING: u32 = 1;
+    /// Interpreted frames of Python processes (added in 1.5): the samplers with the
+    /// Python walk in them did not load, so Python processes have native stacks only.
+    pub const PYTHON_FRAMES: u32 = 2;
     /// Every code with its name as `SPEC.md` and `info --json` spell it.
-    pub const ALL: &[(u32, &str)] = &[(CFI_UNWINDING, "cfi-unwinding")];
+    pub const ALL: &[(u32, &str)] = &[
+        (CFI_UNWINDING, "cfi-unwinding"),
+        (PYTHON_FRAMES, "python-frames"),
+    ];
 
     /// The name of a feature code; `None` for a code this reader does not know.
     pub fn name(code: u32) -> Option<&'static str> {
         ALL.iter().find(|(c, _)| *c == code).map(|(_, n)| *n)
     }
+}
+
+/// A point in time marked while recording (`hotspot mark DIR TEXT`, or a signal; added in
+/// 1.6): what happened then, in the words of whoever marked it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Mark {
+    /// Monotonic ns of the mark, on the samples' clock.
+    pub time_ns: u64,
+    /// What was marked (hotspot writes at most [`crate::limits::MAX_MARK_BYTES`]; readers
+    /// accept any string and sanitise it before display, like every name).
+    pub text: String,
+}
+
+/// What was removed from the capture before it was written (added in 1.6; a definition,
+/// written in block 0 after the `Session`). Absent: nothing was scrubbed. The rule each
+/// field names is `crate::scrub`'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub struct Scrubbed {
+    /// Command-line arguments beyond the program name (processes' and the recorder's own).
+    pub arguments: bool,
+    /// The host name.
+    pub host: bool,
+    /// User names in paths under home directories (`/home/NAME/` → `/home/USER/`).
+    pub user_paths: bool,
 }
 
 /// Every record kind. The numeric kind on disk is given by [`Record::kind`].
@@ -458,6 +557,10 @@ pub enum Record {
     ThreadTimes(ThreadTimes),
     LostOffCpu(LostOffCpu),
     FeatureOff(FeatureOff),
+    InterpreterModule(InterpreterModule),
+    InterpreterProcess(InterpreterProcess),
+    Mark(Mark),
+    Scrubbed(Scrubbed),
 }
 
 /// On-disk record kind numbers. Never renumber: add new kinds at the end.
@@ -482,6 +585,10 @@ pub mod kind {
     pub const THREAD_TIMES: u32 = 18;
     pub const LOST_OFF_CPU: u32 = 19;
     pub const FEATURE_OFF: u32 = 20;
+    pub const INTERPRETER_MODULE: u32 = 21;
+    pub const INTERPRETER_PROCESS: u32 = 22;
+    pub const MARK: u32 = 23;
+    pub const SCRUBBED: u32 = 24;
     /// Every kind with its name as `SPEC.md` spells it.
     pub const ALL: &[(u32, &str)] = &[
         (SESSION, "Session"),
@@ -504,6 +611,10 @@ pub mod kind {
         (THREAD_TIMES, "ThreadTimes"),
         (LOST_OFF_CPU, "LostOffCpu"),
         (FEATURE_OFF, "FeatureOff"),
+        (INTERPRETER_MODULE, "InterpreterModule"),
+        (INTERPRETER_PROCESS, "InterpreterProcess"),
+        (MARK, "Mark"),
+        (SCRUBBED, "Scrubbed"),
     ];
 }
 
@@ -531,6 +642,10 @@ impl Record {
             Record::ThreadTimes(_) => kind::THREAD_TIMES,
             Record::LostOffCpu(_) => kind::LOST_OFF_CPU,
             Record::FeatureOff(_) => kind::FEATURE_OFF,
+            Record::InterpreterModule(_) => kind::INTERPRETER_MODULE,
+            Record::InterpreterProcess(_) => kind::INTERPRETER_PROCESS,
+            Record::Mark(_) => kind::MARK,
+            Record::Scrubbed(_) => kind::SCRUBBED,
         }
     }
 }

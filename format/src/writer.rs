@@ -13,9 +13,10 @@ use crate::limits::{
     self, MAX_BATCH_SAMPLES, MAX_BLOCK_RECORDS, MAX_RECORD_BODY, MAX_STRING_BYTES,
 };
 use crate::records::{
-    End, Index, IndexEntry, OffCpuBatch, OffCpuSample, Record, Sample, SampleBatch, SessionHeader,
-    StringId,
+    End, Index, IndexEntry, OffCpuBatch, OffCpuSample, Record, Sample, SampleBatch, Scrubbed,
+    SessionHeader, StringId,
 };
+use crate::scrub;
 
 /// A block is written once its buffered raw size passes this.
 pub const BLOCK_TARGET_RAW: usize = 1 << 20;
@@ -81,6 +82,8 @@ pub struct Writer<W: Write> {
     payload: Vec<u8>,
     block: Vec<u8>,
     observer: Option<BlockObserver>,
+    /// What every record loses on its way out (see [`Writer::scrubbing`]).
+    scrub: Option<Scrubbed>,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
@@ -96,7 +99,26 @@ impl<W: Write> std::fmt::Debug for Writer<W> {
 
 impl<W: Write> Writer<W> {
     /// Writes the 16-byte file header now; `session` goes into the first block.
-    pub fn new(mut out: W, session: SessionHeader) -> Result<Self, FormatError> {
+    pub fn new(out: W, session: SessionHeader) -> Result<Self, FormatError> {
+        Self::with_scrub(out, session, None)
+    }
+
+    /// A writer that scrubs every record it writes of `what` ([`crate::scrub`]'s rule:
+    /// the session header, interned strings and pushed records alike) and says so with a
+    /// `Scrubbed` record right after the session header.
+    pub fn scrubbing(out: W, session: SessionHeader, what: Scrubbed) -> Result<Self, FormatError> {
+        Self::with_scrub(out, session, Some(what))
+    }
+
+    fn with_scrub(
+        mut out: W,
+        session: SessionHeader,
+        scrub: Option<Scrubbed>,
+    ) -> Result<Self, FormatError> {
+        let session = match &scrub {
+            Some(what) => scrub::session(what, &session),
+            None => session,
+        };
         limits::check_record(&Record::Session(session.clone()))?;
         let compressor = block::Compressor::new(block::DEFAULT_LEVEL)?;
         let header = FileHeader::default().to_bytes();
@@ -124,8 +146,12 @@ impl<W: Write> Writer<W> {
             payload: Vec::new(),
             block: Vec::new(),
             observer: None,
+            scrub,
         };
         w.append(&Record::Session(session))?;
+        if let Some(what) = scrub {
+            w.append(&Record::Scrubbed(what))?;
+        }
         Ok(w)
     }
 
@@ -246,6 +272,13 @@ impl<W: Write> Writer<W> {
         Ok(self.out)
     }
 
+    /// Writes what is buffered and hands back `out` without an `End`: the capture reads as
+    /// one cut off here (for a rewrite of a capture that was).
+    pub fn unfinished(mut self) -> Result<W, FormatError> {
+        self.flush_block()?;
+        Ok(self.out)
+    }
+
     pub fn get_ref(&self) -> &W {
         &self.out
     }
@@ -257,8 +290,20 @@ impl<W: Write> Writer<W> {
         }
     }
 
-    /// Encodes `record` into the current block (and its definitions list).
+    /// What this writer scrubs from every record, if it scrubs.
+    pub fn scrubbed(&self) -> Option<Scrubbed> {
+        self.scrub
+    }
+
+    /// Encodes `record` (scrubbed, for a scrubbing writer) into the current block (and
+    /// its definitions list).
     fn append(&mut self, record: &Record) -> Result<(), FormatError> {
+        let record = match &self.scrub {
+            // The session header was scrubbed once, at construction.
+            Some(what) if !matches!(record, Record::Session(_)) => scrub::record(what, record),
+            _ => std::borrow::Cow::Borrowed(record),
+        };
+        let record = record.as_ref();
         let start = self.body.len();
         codec::encode_record(record, &mut self.body, &mut self.scratch)?;
         if self.scratch.len() > MAX_RECORD_BODY {

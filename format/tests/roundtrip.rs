@@ -178,6 +178,51 @@ fn record() -> impl Strategy<Value = Record> {
             ),
         (any::<u64>(), any::<u64>())
             .prop_map(|(time_ns, count)| Record::LostOffCpu(LostOffCpu { time_ns, count })),
+        (0u32..8, any::<bool>()).prop_map(|(module, runtime)| {
+            Record::InterpreterModule(InterpreterModule {
+                module,
+                language: Language::Python,
+                role: if runtime {
+                    InterpreterRole::Runtime
+                } else {
+                    InterpreterRole::Frames
+                },
+            })
+        }),
+        (
+            any::<(u32, u64)>(),
+            small_string(),
+            small_string(),
+            prop::option::of(small_string()),
+            any::<(u64, u64, u64, u64, u64, u64)>()
+        )
+            .prop_map(
+                |(
+                    (pid, start_ns),
+                    path,
+                    version,
+                    reason,
+                    (samples, merged, mismatched, without_frames, unresolved_frames, cut),
+                )| {
+                    Record::InterpreterProcess(InterpreterProcess {
+                        pid,
+                        start_ns,
+                        language: Language::Python,
+                        path,
+                        version,
+                        status: match reason {
+                            Some(reason) => InterpreterStatus::Unsupported { reason },
+                            None => InterpreterStatus::Walked,
+                        },
+                        samples,
+                        merged,
+                        mismatched,
+                        without_frames,
+                        unresolved_frames,
+                        cut,
+                    })
+                }
+            ),
         (any::<u32>(), small_string(), small_string()).prop_map(|(feature, instead, reason)| {
             Record::FeatureOff(FeatureOff {
                 feature,
@@ -185,6 +230,15 @@ fn record() -> impl Strategy<Value = Record> {
                 reason,
             })
         }),
+        (any::<u64>(), small_string())
+            .prop_map(|(time_ns, text)| Record::Mark(Mark { time_ns, text })),
+        any::<(bool, bool, bool)>().prop_map(|(arguments, host, user_paths)| Record::Scrubbed(
+            Scrubbed {
+                arguments,
+                host,
+                user_paths
+            }
+        )),
     ]
 }
 

@@ -59,6 +59,12 @@ impl CodeCache {
         result
     }
 
+    /// The code object decoded last at `addr`, without reading the target: for a process
+    /// that has exited, whose memory can no longer change (nor be read).
+    pub fn last_decoded(&self, addr: u64) -> Option<Arc<CodeObject>> {
+        self.entries.get(&addr)?.1.as_ref().ok().cloned()
+    }
+
     /// Entries held.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -105,5 +111,8 @@ mod tests {
         // An unreadable header is an error, never a stale answer.
         assert!(cache.get(&img.mem, 0xdead_0000).is_err());
         assert_eq!(cache.len(), 1);
+        // What was decoded last, good or bad, without a read.
+        assert!(cache.last_decoded(addr).is_none(), "the last decode failed");
+        assert!(cache.last_decoded(0xdead_0000).is_none());
     }
 }

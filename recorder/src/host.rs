@@ -44,6 +44,12 @@ pub trait Host: std::fmt::Debug {
     /// Opens the file `pid` maps at `m`, even if its path was since replaced or deleted
     /// where the machine still has it.
     fn open_mapping(&mut self, pid: u32, m: &Mapping) -> Option<ModuleFile>;
+    /// The bytes of the file `pid` maps at `m` (as [`Host::open_mapping`] finds it), if it
+    /// is at most `max_len` bytes long: what an interpreter is recognised from.
+    fn read_mapped_file(&mut self, pid: u32, m: &Mapping, max_len: u64) -> Option<Vec<u8>> {
+        let _ = (pid, m, max_len);
+        None
+    }
     /// Whether the path of file mapping `m` still holds the file mapped (same inode):
     /// false once it was deleted or replaced.
     fn still_at_path(&mut self, m: &Mapping) -> bool;
@@ -60,6 +66,11 @@ pub trait Host: std::fmt::Debug {
     fn in_sampler(&mut self, addr: u64) -> bool;
     /// Kernel frames needed names and the machine gave none (no privilege to see them).
     fn kernel_names_missing(&self) -> bool;
+    /// Marks dropped for this recording since the last call (`hotspot mark`), oldest
+    /// first; none by default.
+    fn take_marks(&mut self) -> Vec<hotspot_format::Mark> {
+        Vec::new()
+    }
     /// The build-id of the kernel image (`None`) or of a kernel module.
     fn kernel_build_id(&mut self, module: Option<&str>) -> Vec<u8>;
     /// Whether process `pid` still exists.

@@ -21,6 +21,6 @@ pub(crate) mod sink;
 pub mod source;
 pub(crate) mod symbol_worker;
 
-pub use convert::{ConvertConfig, Counts, Totals};
+pub use convert::{ConvertConfig, Counts, Held, Totals};
 pub use error::RecorderError;
 pub use recording::{Progress, RecordConfig, Recorder, StopReason, Summary, run};

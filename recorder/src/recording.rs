@@ -113,13 +113,24 @@ impl Recorder {
                 break StopReason::Duration;
             }
             let until_flush = flush_every.saturating_sub(last_flush.elapsed());
-            source.poll(until_flush.min(Duration::from_millis(100)), &mut events)?;
-            handle(&mut conv, &mut events)?;
+            // A process that may be Python and is not decided yet is asked about at
+            // every poll, and polls come every 5 ms meanwhile: a short script is
+            // registered in its first milliseconds, not a poll later.
+            let waiting = conv.recheck_pythons()?;
+            python_registrations(&mut conv, source)?;
+            let most = if waiting {
+                Duration::from_millis(5)
+            } else {
+                Duration::from_millis(100)
+            };
+            source.poll(until_flush.min(most), &mut events)?;
+            handle_walking(&mut conv, &mut events, source)?;
             // Names travel continuously rather than once per flush, so a block usually
             // carries the names of its own new frames: a killed recorder keeps them.
             conv.exchange_symbols()?;
             if last_flush.elapsed() >= flush_every {
                 last_flush = Instant::now();
+                conv.take_marks()?;
                 flush(&mut conv, source)?;
                 conv.handle_lost_mappings(source.lost_mapping_events())?;
                 conv.forget_exited_targets();
@@ -151,6 +162,7 @@ impl Recorder {
             conv.handle_live_threads(live)?;
         }
         conv.handle_lost_mappings(source.lost_mapping_events())?;
+        conv.take_marks()?;
         flush(&mut conv, source)?;
         let (totals, out) = conv.finish()?;
         let summary = Summary {
@@ -181,6 +193,33 @@ fn handle<W: Write>(
 ) -> Result<(), RecorderError> {
     for ev in events.drain(..) {
         conv.handle(ev)?;
+    }
+    Ok(())
+}
+
+/// [`handle`], telling the source of each process to walk as Python as soon as it is
+/// decided: every sample it takes before is one without Python frames.
+fn handle_walking<S: EventSource, W: Write>(
+    conv: &mut Converter<W>,
+    events: &mut Vec<crate::event::Event>,
+    source: &mut S,
+) -> Result<(), RecorderError> {
+    for ev in events.drain(..) {
+        conv.handle(ev)?;
+        if conv.python_registrations_pending() {
+            python_registrations(conv, source)?;
+        }
+    }
+    Ok(())
+}
+
+/// Tells the source which processes to walk as Python, as the converter decided.
+fn python_registrations<S: EventSource, W: Write>(
+    conv: &mut Converter<W>,
+    source: &mut S,
+) -> Result<(), RecorderError> {
+    for (pid, entry) in conv.take_python_registrations() {
+        source.walk_python(pid, entry.as_ref())?;
     }
     Ok(())
 }

@@ -38,4 +38,12 @@ pub trait EventSource {
     fn take_thread_times(&mut self) -> Result<Vec<(u32, OpenThreadTimes)>, RecorderError> {
         Ok(Vec::new())
     }
+    /// Walks the Python frames of process `pid` from now on, as `entry` says (the 48
+    /// bytes of `hs_python_proc`: `_PyRuntime`'s address, the walk description, glibc's
+    /// thread-specific data), or no longer (`None`). A source that cannot walk Python
+    /// ignores it: its samples carry no Python frames.
+    fn walk_python(&mut self, pid: u32, entry: Option<&[u8; 48]>) -> Result<(), RecorderError> {
+        let _ = (pid, entry);
+        Ok(())
+    }
 }

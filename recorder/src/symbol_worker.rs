@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hotspot_format::{FrameId, ModuleKind};
 use hotspot_symbols::perf_map::PerfMaps;
@@ -58,6 +58,12 @@ type Batch = Vec<(SymbolRequest, ModuleInfo)>;
 /// rare once a program has warmed up, and libc's DWARF alone holds ~10 MB.
 const IDLE: Duration = Duration::from_secs(2);
 
+/// How long the parsed debug information is kept at most while frames keep coming: long
+/// enough that a warming-up program's frames are named from one parse, short enough that
+/// what a box's passing programs needed does not pile up (measured under churn: +10 MB of
+/// blazesym's DWARF tables in 60 s, never idle for 2 s).
+const BUSY_RELEASE: Duration = Duration::from_secs(30);
+
 /// The worker thread; dropping the handle's sender lets it finish.
 #[derive(Debug)]
 pub struct SymbolWorker {
@@ -75,14 +81,24 @@ impl SymbolWorker {
             .name("hotspot-symbols".into())
             .spawn(move || {
                 let mut resolver = Resolver::new(debug_dirs, vdso_image);
+                let mut released = Instant::now();
                 loop {
                     match req_rx.recv_timeout(IDLE) {
                         Ok(batch) => {
                             if res_tx.send(resolver.resolve(batch)).is_err() {
                                 break;
                             }
+                            // New frames that never stop (processes coming and going)
+                            // would keep every file's parsed debug information forever.
+                            if released.elapsed() >= BUSY_RELEASE {
+                                resolver.release();
+                                released = Instant::now();
+                            }
                         }
-                        Err(RecvTimeoutError::Timeout) => resolver.symbolizer.release(),
+                        Err(RecvTimeoutError::Timeout) => {
+                            resolver.release();
+                            released = Instant::now();
+                        }
                         Err(RecvTimeoutError::Disconnected) => break,
                     }
                 }
@@ -235,6 +251,14 @@ impl Resolver {
             })
             .as_ref()
             .map(|(_, f)| Arc::clone(f))
+    }
+}
+
+impl Resolver {
+    /// Drops what was parsed and read for naming: debug information, perf maps.
+    fn release(&mut self) {
+        self.symbolizer.release();
+        self.perf_maps = PerfMaps::default();
     }
 }
 

@@ -40,6 +40,7 @@ fn sample(time_ns: u64, tid: u32, kernel: Vec<u64>) -> StackSample {
         regs: None,
         stack: Vec::new(),
         stack_end: StackEnd::Cap,
+        python: None,
     }
 }
 

@@ -46,6 +46,7 @@ fn samples_become_named_machine_independent_frames() {
             regs: None,
             stack: Vec::new(),
             stack_end: StackEnd::Cap,
+            python: None,
         })
     };
     let script = vec![
@@ -363,6 +364,7 @@ fn copied_stacks_are_unwound_with_cfi() {
             regs: Some(regs),
             stack: bytes,
             stack_end: end,
+            python: None,
         })
     };
     let short = stack[..stack.len().min(256)].to_vec();
@@ -493,6 +495,7 @@ fn mapping_events_name_the_code_of_processes_already_gone() {
             regs: None,
             stack: Vec::new(),
             stack_end: StackEnd::Cap,
+            python: None,
         })
     };
     let mmap = |t: u64, pid: u32, mapping: &Mapping| Event::Mmap {
@@ -640,6 +643,7 @@ fn a_command_is_recorded_from_its_exec_not_from_the_recorders_fork() {
         regs: None,
         stack: Vec::new(),
         stack_end: StackEnd::Cap,
+        python: None,
     };
     let sample = |t: u64, name: &str| Event::Sample(raw(t, name));
     let off_cpu = |t: u64, name: &str| {
@@ -693,4 +697,143 @@ fn a_command_is_recorded_from_its_exec_not_from_the_recorders_fork() {
     });
     assert_eq!(names, ["execer"]);
     assert_eq!(samples, 1);
+}
+
+/// Processes come and go (issue 28: a flight recorder runs for days): what the recorder
+/// holds per process stays bounded by the processes alive and those that exited within
+/// the last second, however many there were. 3000 short children of one target, one
+/// every 10 ms of event time: every other one on a pid of its own, the others on 20 pids
+/// reused again and again (every 400 ms, so a pid is reused while its last process waits
+/// to be forgotten). Each child is written as a process of its own, and its samples
+/// taken after its exit event (the exiting thread's last ticks) still find its mappings.
+#[test]
+fn exited_processes_leave_the_recorder_and_reused_pids_are_new_processes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fake_proc(dir.path(), KALLSYMS);
+    std::hint::black_box(marker_caller(3));
+    let code = own_code_mapping();
+    let leaf = marker_leaf as *const () as u64;
+    const CHILDREN: u64 = 3000;
+    const PIDS: u64 = 20;
+    const EVERY_NS: u64 = 10_000_000;
+    // Our own process is the target (alive, as the recorder checks once a flush); its
+    // children are made up, gone from the (stand-in) /proc.
+    let parent = std::process::id();
+    let first_child = 4_300_000;
+    let sample = |t: u64, pid: u32| {
+        Event::Sample(StackSample {
+            time_ns: t,
+            pid,
+            tid: pid,
+            cpu: 0,
+            comm: comm("short"),
+            user: vec![leaf],
+            kernel: vec![],
+            regs: None,
+            stack: Vec::new(),
+            stack_end: StackEnd::Cap,
+            python: None,
+        })
+    };
+    let mut script = vec![vec![
+        Event::NewImage {
+            time_ns: 1,
+            pid: parent,
+        },
+        Event::Mmap {
+            time_ns: 2,
+            pid: parent,
+            mapping: code.clone(),
+        },
+    ]];
+    for i in 0..CHILDREN {
+        let t = 10 + i * EVERY_NS;
+        let child = if i % 2 == 0 {
+            first_child + i as u32
+        } else {
+            first_child + CHILDREN as u32 + (i / 2 % PIDS) as u32
+        };
+        script.push(vec![
+            Event::Fork {
+                time_ns: t,
+                parent,
+                child,
+            },
+            Event::NewImage {
+                time_ns: t + 1,
+                pid: child,
+            },
+            Event::Mmap {
+                time_ns: t + 2,
+                pid: child,
+                mapping: code.clone(),
+            },
+            sample(t + 3, child),
+            Event::Exit {
+                time_ns: t + 4,
+                pid: child,
+            },
+            // Its last tick, after its exit event.
+            sample(t + 5, child),
+        ]);
+    }
+    let end = 10 + CHILDREN * EVERY_NS;
+    script.push(vec![
+        sample(end, parent),
+        Event::Exit {
+            time_ns: end + 1,
+            pid: parent,
+        },
+    ]);
+    let mut source = ScriptedSource {
+        lost: vec![0],
+        ..ScriptedSource::new(script)
+    };
+    let cfg = RecordConfig {
+        convert: ConvertConfig {
+            targets: vec![parent],
+            ..ConvertConfig::default()
+        },
+        flush_every: Duration::from_millis(20),
+        ..RecordConfig::default()
+    };
+    let (summary, bytes) = record(&mut source, &cfg, dir.path(), &AtomicBool::new(false));
+    assert_eq!(summary.reason, StopReason::TargetsExited);
+    let t = summary.totals;
+    // The children that exited within a second of event time (100; fewer, as a reuse
+    // forgets the last process of that pid at once) and the one alive, plus the parent.
+    let bound = (1_000_000_000 / EVERY_NS) as usize + 2;
+    let held = t.held_peak;
+    assert!(
+        held.processes <= bound && held.threads <= bound && held.spaces <= bound,
+        "held at most {held:?} for {CHILDREN} processes"
+    );
+    assert!(held.departed <= bound, "{held:?}");
+    assert_eq!(t.processes, CHILDREN as usize + 1, "every child counts");
+    assert_eq!(t.counts.samples, 2 * CHILDREN + 1);
+    let (records, _) = read_all(&bytes).expect("reads back");
+    // Every child, on whichever pid, is a process of its own in the capture.
+    let processes = records
+        .iter()
+        .filter(|r| matches!(r, Record::Process(p) if p.pid != parent))
+        .count();
+    assert_eq!(processes, CHILDREN as usize, "one Process record per child");
+    let threads = records
+        .iter()
+        .filter(|r| matches!(r, Record::Thread(th) if th.pid != parent))
+        .count();
+    assert_eq!(threads, CHILDREN as usize, "one Thread record per child");
+    // Each child's last tick, after its exit, is in its code as its first is; and one
+    // module serves them all.
+    let modules = leaf_modules(&records);
+    assert!(
+        modules.iter().all(|m| *m == code.path),
+        "{:?}",
+        modules.iter().find(|m| **m != code.path)
+    );
+    let module_records = records
+        .iter()
+        .filter(|r| matches!(r, Record::Module(_)))
+        .count();
+    assert!(module_records <= 2, "{module_records} modules");
 }

@@ -8,14 +8,15 @@
 //! [`Capture::open`] and [`Capture::from_bytes`] fill (tests, `info` of a capture in memory).
 
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use hotspot_format::definitions::Dedup;
 use hotspot_format::{
-    End, Event, FeatureOff, Frame, FrameId, Module, ModuleId, OffCpu, OffCpuSample, Process,
-    Reader, Record, Sample, SessionHeader, StackId, StringId, Symbol, ThreadTimes, Unwinding,
+    End, Event, FeatureOff, Frame, FrameId, InterpreterModule, InterpreterProcess, Mark, Module,
+    ModuleId, OffCpu, OffCpuSample, Process, Reader, Record, Sample, Scrubbed, SessionHeader,
+    StackId, StringId, Symbol, ThreadTimes, Unwinding,
 };
 
 use crate::error::ReplayError;
@@ -122,6 +123,14 @@ pub struct Capture {
     pub thread_times: BTreeMap<u32, ThreadTimes>,
     /// Off-CPU samples and thread-time records the kernel dropped (1.3).
     pub lost_off_cpu: u64,
+    /// Modules whose frames are an interpreter's (1.5), by module.
+    pub interpreter_modules: HashMap<ModuleId, InterpreterModule>,
+    /// Interpreters the recorder recognised, by `(pid, start_ns)`: the last record of
+    /// each (1.5).
+    pub interpreters: BTreeMap<(u32, u64), InterpreterProcess>,
+    /// The files walked interpreters run in (kind 22's `path` of each record whose status
+    /// is Walked): what [`crate::kind::FrameKind`] calls the interpreter's own code.
+    pub interpreter_images: BTreeSet<String>,
     /// Features the recording went without because the kernel could not load them
     /// (1.4), one per feature code, in the order written.
     pub features_off: Vec<FeatureOff>,
@@ -129,6 +138,10 @@ pub struct Capture {
     /// Mapping events the kernel dropped while recording (1.2): frames of the processes
     /// they were about may be unnamed.
     pub lost_mappings: u64,
+    /// Marks (1.5), in file order: what whoever recorded marked, and when.
+    pub marks: Vec<Mark>,
+    /// What was scrubbed from the capture before it was written (1.5); `None`: nothing.
+    pub scrubbed: Option<Scrubbed>,
     pub end: Option<End>,
     pub blocks: u64,
     /// Corrupt regions skipped in the middle of the file.
@@ -152,7 +165,14 @@ pub struct Capture {
 impl Capture {
     /// Reads a finished (or cut) capture file.
     pub fn open(path: &Path) -> Result<Capture, ReplayError> {
-        let (mut file, meta) = crate::file::open(path)?;
+        let (mut file, meta) = match crate::file::open_capture(path)? {
+            crate::file::Source::File(f, m) => (f, m),
+            crate::file::Source::History(data) => {
+                let mut c = Capture::from_bytes(&data).map_err(|e| e.with_path(path))?;
+                c.path = path.to_path_buf();
+                return Ok(c);
+            }
+        };
         // A finished capture may be mapped; reading a copy is as good for small files
         // and immune to the file being truncated under the mapping.
         let mut data = Vec::new();
@@ -269,7 +289,7 @@ impl Capture {
     }
 
     /// Adds one record; a repeated definition keeps the first one seen.
-    fn add(&mut self, r: Record) {
+    pub(crate) fn add(&mut self, r: Record) {
         *self.record_counts.entry(r.kind()).or_default() += 1;
         if matches!(r, Record::Thread(_)) && !self.thread_versions.keep(&r) {
             return;
@@ -337,10 +357,35 @@ impl Capture {
                 Entry::Occupied(mut o) => merge_times(o.get_mut(), &t),
             },
             Record::LostOffCpu(l) => self.lost_off_cpu = self.lost_off_cpu.saturating_add(l.count),
+            // The interpreted frames themselves are ordinary frames of their module.
+            Record::InterpreterModule(m) => {
+                self.interpreter_modules.entry(m.module).or_insert(m);
+            }
+            Record::InterpreterProcess(p) => {
+                let mut p = p;
+                p.path = capped(std::mem::take(&mut p.path));
+                p.version = capped(std::mem::take(&mut p.version));
+                if let hotspot_format::InterpreterStatus::Unsupported { reason } = &mut p.status {
+                    *reason = capped(std::mem::take(reason));
+                }
+                if p.status == hotspot_format::InterpreterStatus::Walked
+                    && !self.interpreter_images.contains(&p.path)
+                {
+                    self.interpreter_images.insert(p.path.clone());
+                }
+                self.interpreters.insert((p.pid, p.start_ns), p);
+            }
             Record::FeatureOff(f) => {
                 if !self.features_off.iter().any(|o| o.feature == f.feature) {
                     self.features_off.push(f);
                 }
+            }
+            Record::Mark(m) => self.marks.push(Mark {
+                text: capped(m.text),
+                ..m
+            }),
+            Record::Scrubbed(s) => {
+                self.scrubbed.get_or_insert(s);
             }
         }
     }

@@ -14,7 +14,10 @@ pub enum ReplayError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{0} is a directory, not a capture file")]
+    #[error(
+        "{0} is a directory holding no flight-recorder segments (seg-*.hsp): give a capture \
+         file, or the -o DIR of `hotspot record --keep`"
+    )]
     NotAFile(PathBuf),
     /// A device, pipe or socket: never mapped or read whole (`/dev/zero` has no end).
     #[error("{0} is not a regular file (a device, pipe or socket): give a capture file")]

@@ -6,12 +6,21 @@
 //! and the views, which colour by it (as fxprof's categories and blazesym's source
 //! languages tag a frame with what it is, not with a flag for one case).
 //!
-//! A new kind (Python frames, from a format variant of their own) is one arm in
-//! [`FrameKind::of`] and a colour in the views' palette (and in the flame graph's, if it
-//! is to stand apart there); `--no-kernel` and the JSON `kernel` fields read
-//! [`FrameKind::is_kernel`].
+//! A new kind is one arm in [`FrameKind::of`] and a colour in the views' palette and the
+//! flame graph's ([`crate::export::svg::kind_color`]); `--no-kernel` and the JSON `kernel`
+//! fields read [`FrameKind::is_kernel`], `--no-interpreter` reads
+//! [`crate::model::Hide::keeps`], every JSON `kind` field [`FrameKind::name`].
+//!
+//! Python frames (format 1.5) are the frames of a module the capture marks as an
+//! interpreter's frames (kind 21, role Frames): [`FrameKind::Python`]; the three markers the
+//! recorder names in that module (`[python: …]`) are [`FrameKind::Marker`]s. The
+//! interpreter's own native code, the eval loop and its helpers, is
+//! [`FrameKind::Interpreter`]: frames of a module that is the image a walked interpreter
+//! process runs in (kind 22's `path`: `libpython3.11.so.1.0`, or Debian's static
+//! `python3.11`), or that the capture marks as an interpreter's runtime (kind 21, role
+//! Runtime).
 
-use hotspot_format::{FrameId, Module, ModuleId, ModuleKind, ThreadState};
+use hotspot_format::{FrameId, InterpreterRole, Module, ModuleId, ModuleKind, ThreadState};
 
 use crate::capture::Capture;
 
@@ -28,8 +37,12 @@ pub enum FrameKind {
     /// also a frame whose module the capture does not define (the format's `Jit` is "no
     /// file").
     Jit,
-    /// A function of an interpreted language, named by its interpreter. No capture holds
-    /// one yet: the format has no frame for it until Python frames add one.
+    /// A Python function at a line, walked from the interpreter's frames and put by the
+    /// recorder where the eval loop that ran it was (module `[python]`).
+    Python,
+    /// The native code of an interpreter whose frames were walked: the eval loop and its
+    /// helpers in `libpython` or a static `python3.x`. Hidden, where a Python frame is on
+    /// the stack, by `--no-interpreter` and the views' `P` ([`crate::model::Hide`]).
     Interpreter,
     /// Not code: a note standing where a stack stopped short or a frame is missing
     /// (`[truncated: …]`, `[no unwind info: …]`, `[unknown frame]`, `[no frames]`,
@@ -45,9 +58,10 @@ pub enum FrameKind {
 impl FrameKind {
     /// One of each kind, every off-CPU state: what a test that every kind reaches every
     /// output walks.
-    pub const ALL: [FrameKind; 8] = [
+    pub const ALL: [FrameKind; 9] = [
         FrameKind::User,
         FrameKind::Jit,
+        FrameKind::Python,
         FrameKind::Interpreter,
         FrameKind::Marker,
         FrameKind::OffCpu(ThreadState::Sleeping),
@@ -58,25 +72,44 @@ impl FrameKind {
 
     /// The kind of capture frame `frame`: the one place it is decided. A frame the
     /// capture does not define is a marker (`[unknown frame]`); a frame of the module the
-    /// unwinding record names for markers is one; the others are what their module is.
+    /// unwinding record names for markers is one; a frame of an interpreter's frames
+    /// module is a Python function, or a marker where its name is one (`[python: …]`); a
+    /// frame of an interpreter's image is the interpreter's; the others are what their
+    /// module is.
     pub fn of(capture: &Capture, frame: FrameId) -> FrameKind {
         match capture.frames.get(&frame) {
-            Some(f) => FrameKind::in_module(capture, f.module, capture.modules.get(&f.module)),
+            Some(f) => {
+                FrameKind::in_module(capture, frame, f.module, capture.modules.get(&f.module))
+            }
             None => FrameKind::Marker,
         }
     }
 
-    /// [`FrameKind::of`] a defined frame of module `id` (`module`: its definition, if
-    /// any), for a caller that has looked both up already: naming every frame of every
+    /// [`FrameKind::of`] defined frame `frame` of module `id` (`module`: its definition,
+    /// if any), for a caller that has looked both up already: naming every frame of every
     /// stack ([`crate::names::expand`]) would otherwise look each up twice.
-    pub fn in_module(capture: &Capture, id: ModuleId, module: Option<&Module>) -> FrameKind {
+    pub fn in_module(
+        capture: &Capture,
+        frame: FrameId,
+        id: ModuleId,
+        module: Option<&Module>,
+    ) -> FrameKind {
         if capture.unwinding.and_then(|u| u.markers) == Some(id) {
             return FrameKind::Marker;
         }
-        match module.map(|m| m.kind) {
-            Some(ModuleKind::Elf | ModuleKind::Vdso) => FrameKind::User,
-            Some(ModuleKind::Kernel | ModuleKind::KernelModule) => FrameKind::Kernel,
-            Some(ModuleKind::Jit) | None => FrameKind::Jit,
+        if let Some(m) = capture.interpreter_modules.get(&id) {
+            match m.role {
+                InterpreterRole::Frames => return python_frame(capture, frame),
+                InterpreterRole::Runtime => return FrameKind::Interpreter,
+            }
+        }
+        match module.map(|m| (m.kind, m)) {
+            Some((ModuleKind::Elf, m)) if is_interpreter_image(capture, &m.path) => {
+                FrameKind::Interpreter
+            }
+            Some((ModuleKind::Elf | ModuleKind::Vdso, _)) => FrameKind::User,
+            Some((ModuleKind::Kernel | ModuleKind::KernelModule, _)) => FrameKind::Kernel,
+            Some((ModuleKind::Jit, _)) | None => FrameKind::Jit,
         }
     }
 
@@ -86,17 +119,45 @@ impl FrameKind {
         self == FrameKind::Kernel
     }
 
-    /// The kind's name in prose and test messages.
+    /// The kind's name: in prose, test messages and the JSON documents' `kind` fields.
     pub fn name(self) -> &'static str {
         match self {
             FrameKind::User => "user",
             FrameKind::Jit => "jit",
+            FrameKind::Python => "python",
             FrameKind::Interpreter => "interpreter",
             FrameKind::Marker => "marker",
             FrameKind::OffCpu(_) => "off-cpu",
             FrameKind::Kernel => "kernel",
         }
     }
+}
+
+/// A frame of an interpreter's frames module: a Python function, unless its name is one of
+/// the recorder's markers (SPEC.md §5, kind 21: `[python: unreadable code object]`, `[python:
+/// more frames than --python-frames]`, `[python: frames did not match the native stack]`).
+/// A qualified name never starts with `[` (`<module>`, `<lambda>` use `<`).
+fn python_frame(capture: &Capture, frame: FrameId) -> FrameKind {
+    let marker = capture
+        .symbols
+        .get(&frame)
+        .and_then(|s| capture.strings.get(&s.function))
+        .is_some_and(|name| name.starts_with('['));
+    if marker {
+        FrameKind::Marker
+    } else {
+        FrameKind::Python
+    }
+}
+
+/// Whether `path` is the file a walked interpreter runs in (kind 22's `path`), also once
+/// the recorder found it replaced on disk (` (deleted)`, as the module's path then says).
+fn is_interpreter_image(capture: &Capture, path: &str) -> bool {
+    if capture.interpreter_images.is_empty() {
+        return false;
+    }
+    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+    capture.interpreter_images.contains(path)
 }
 
 #[cfg(test)]
@@ -151,6 +212,106 @@ mod tests {
         // Without the unwinding record there are no markers: module 5 is just a file.
         c.unwinding = None;
         assert_eq!(FrameKind::of(&c, 5), User);
+    }
+
+    /// Module 0 `[python]` (an interpreter's frames), 1 the walked interpreter's image, 2
+    /// a C extension, 3 the image of an interpreter that was not walked, 4 a module the
+    /// capture marks as an interpreter's runtime, 5 the walked image replaced on disk.
+    /// Frame n is in module n; frame 10 is a marker of module 0.
+    #[test]
+    fn python_frames_and_the_interpreters_own_code_are_told_apart() {
+        use hotspot_format::{
+            InterpreterModule, InterpreterProcess, InterpreterStatus, Language, Record, Symbol,
+        };
+        let mut c = Capture::default();
+        let mut add = |r| c.add(r);
+        for (id, path) in [
+            (0, "[python]"),
+            (1, "/usr/lib/libpython3.11.so.1.0"),
+            (2, "/usr/lib/python3.11/lib-dynload/zlib.so"),
+            (3, "/opt/python2.7"),
+            (4, "/opt/embedded-runtime.so"),
+            (5, "/usr/lib/libpython3.11.so.1.0 (deleted)"),
+        ] {
+            add(Record::Module(Module {
+                id,
+                kind: ModuleKind::Elf,
+                path: path.into(),
+                build_id: Vec::new(),
+            }));
+        }
+        for (id, module) in [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (10, 0)] {
+            add(Record::Frame(Frame {
+                id,
+                module,
+                addr: FrameAddr::FileOffset(u64::from(id)),
+            }));
+        }
+        for (frame, string, text) in [
+            (0, 1, "Worker.run"),
+            (10, 2, "[python: frames did not match the native stack]"),
+        ] {
+            add(Record::String {
+                id: string,
+                text: text.into(),
+            });
+            add(Record::Symbol(Symbol {
+                frame,
+                function: string,
+                ..Symbol::default()
+            }));
+        }
+        for (module, role) in [(0, InterpreterRole::Frames), (4, InterpreterRole::Runtime)] {
+            add(Record::InterpreterModule(InterpreterModule {
+                module,
+                language: Language::Python,
+                role,
+            }));
+        }
+        for (pid, path, status) in [
+            (
+                7,
+                "/usr/lib/libpython3.11.so.1.0",
+                InterpreterStatus::Walked,
+            ),
+            (
+                8,
+                "/opt/python2.7",
+                InterpreterStatus::Unsupported {
+                    reason: "2.7".into(),
+                },
+            ),
+        ] {
+            add(Record::InterpreterProcess(InterpreterProcess {
+                pid,
+                path: path.into(),
+                status,
+                ..InterpreterProcess::default()
+            }));
+        }
+        use FrameKind::*;
+        let kinds: Vec<FrameKind> = [0, 1, 2, 3, 4, 5, 10]
+            .into_iter()
+            .map(|f| FrameKind::of(&c, f))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                Python,
+                Interpreter,
+                User,
+                User,
+                Interpreter,
+                Interpreter,
+                Marker
+            ],
+            "a Python function, the walked image, a C extension, an image not walked, a \
+             runtime module, the walked image deleted, a marker of [python]"
+        );
+        assert_eq!(
+            (Python.name(), Interpreter.name()),
+            ("python", "interpreter")
+        );
     }
 
     #[test]

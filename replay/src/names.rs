@@ -104,7 +104,7 @@ pub fn expand(capture: &Capture, frame: FrameId, out: &mut Vec<FrameName>) {
         return;
     };
     let module = capture.modules.get(&f.module);
-    let kind = FrameKind::in_module(capture, f.module, module);
+    let kind = FrameKind::in_module(capture, frame, f.module, module);
     let module_name = match module.map(|m| m.kind) {
         Some(ModuleKind::Kernel) => shared("[kernel]"),
         _ => capture

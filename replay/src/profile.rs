@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use hotspot_format::StackId;
 
 use crate::capture::Capture;
-use crate::model::{Interned, Profile};
+use crate::model::{Hide, Interned, Profile};
 use crate::names::FrameName;
 
 pub use crate::export::slice::Filter;
@@ -35,7 +35,7 @@ impl StackNames {
         self.cache
             .entry(id)
             .or_insert_with(|| {
-                let s = profile.stack_of(capture, id, false)?;
+                let s = profile.stack_of(capture, id, Hide::NOTHING)?;
                 Some(names(profile, s))
             })
             .as_ref()
@@ -70,7 +70,7 @@ pub fn fold(capture: &Capture, filter: &Filter) -> Folded {
     let mut out = Folded::default();
     for (id, n) in per_stack {
         out.total += n;
-        match profile.stack_of(capture, id, filter.no_kernel) {
+        match profile.stack_of(capture, id, filter.hide()) {
             Some(s) => *out.stacks.entry(names(&profile, s)).or_default() += n,
             None => out.unknown_stacks += n,
         }

@@ -19,6 +19,9 @@ pub enum TimeError {
     /// The time range selects nothing.
     #[error("empty time range: {0}")]
     EmptyRange(String),
+    /// `--from mark:NAME` names no mark of the capture.
+    #[error("no mark named '{name}' in the capture ({known}): `info` lists its marks")]
+    NoMark { name: String, known: String },
     /// A wall-clock time was given but the capture lost its session header.
     #[error(
         "the capture has no session header, so the wall-clock time '{0}' cannot be placed: \
@@ -71,6 +74,61 @@ impl TimeSpec {
             }
         };
         Ok(mono.clamp(0, i128::from(u64::MAX)) as u64)
+    }
+}
+
+/// A `--from`/`--to` value as given: a time, or `mark:NAME`, the instant of the capture's
+/// first mark with that text (`hotspot mark DIR NAME`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum At {
+    Time(TimeSpec),
+    Mark(String),
+}
+
+impl At {
+    /// The time this names in a capture with `clock` and `marks`: a mark becomes its
+    /// offset from time 0, which every reader of the capture places alike.
+    pub fn place(
+        &self,
+        clock: Option<&Clock>,
+        marks: &[hotspot_format::Mark],
+    ) -> Result<TimeSpec, TimeError> {
+        let name = match self {
+            At::Time(t) => return Ok(*t),
+            At::Mark(name) => name,
+        };
+        let no_mark = || TimeError::NoMark {
+            name: name.clone(),
+            known: if marks.is_empty() {
+                "it has none".into()
+            } else {
+                let names: Vec<String> = marks
+                    .iter()
+                    .map(|m| format!("'{}'", crate::sanitize::display(&m.text)))
+                    .collect();
+                format!("it has {}", names.join(", "))
+            },
+        };
+        let mark = marks.iter().find(|m| m.text == *name).ok_or_else(no_mark)?;
+        let start = clock.map_or(mark.time_ns, |c| c.start_mono_ns);
+        Ok(TimeSpec::Offset(mark.time_ns.saturating_sub(start)))
+    }
+
+    /// Whether this names a mark (and so needs the capture's marks to be placed).
+    pub fn is_mark(&self) -> bool {
+        matches!(self, At::Mark(_))
+    }
+}
+
+impl FromStr for At {
+    type Err = TimeError;
+
+    fn from_str(s: &str) -> Result<At, TimeError> {
+        match s.strip_prefix("mark:") {
+            Some("") => Err(bad(s, "expected a mark's text after 'mark:'")),
+            Some(name) => Ok(At::Mark(name.to_string())),
+            None => s.parse().map(At::Time),
+        }
     }
 }
 

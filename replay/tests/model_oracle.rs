@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use hotspot_format::{Frame, FrameAddr, InlinedFn, Module, ModuleKind, Sample, SourceLoc, Symbol};
 use hotspot_replay::Capture;
-use hotspot_replay::model::Profile;
 use hotspot_replay::model::aggregate::{self, Selected};
+use hotspot_replay::model::{Hide, Profile};
 use proptest::prelude::*;
 
 mod oracle;
@@ -124,7 +124,7 @@ fn check(c: &Capture, no_kernel: bool) -> Result<(), TestCaseError> {
     let mut sel = Selected::default();
     let mut unknown = 0;
     for s in &c.samples {
-        match profile.stack_of(c, s.stack, no_kernel) {
+        match profile.stack_of(c, s.stack, Hide::kernel(no_kernel)) {
             Some(stack) => sel.add(stack, 1),
             None => unknown += 1,
         }

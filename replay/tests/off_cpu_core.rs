@@ -9,7 +9,7 @@ use hotspot_format::{
 use hotspot_replay::Capture;
 use hotspot_replay::kind::FrameKind;
 use hotspot_replay::metric::{self, Class, Metric};
-use hotspot_replay::model::Profile;
+use hotspot_replay::model::{Hide, Profile};
 use hotspot_replay::tally::Tally;
 
 const PERIOD: u64 = 1_000_000_000 / 250;
@@ -184,7 +184,9 @@ fn an_off_cpu_stack_ends_in_its_state_frame() {
     let c = Capture::from_bytes(&capture()).expect("capture");
     let mut p = Profile::default();
     let names = |p: &mut Profile, class, no_kernel| {
-        let s = p.stack_of_class(&c, 1, class, no_kernel).expect("stack");
+        let s = p
+            .stack_of_class(&c, 1, class, Hide::kernel(no_kernel))
+            .expect("stack");
         let mut frames = Vec::new();
         p.path(s, &mut frames);
         frames
@@ -205,7 +207,7 @@ fn an_off_cpu_stack_ends_in_its_state_frame() {
         names(&mut p, Class::OnCpu, false),
         ["main", "wait", "schedule"]
     );
-    let s = p.stack_of_class(&c, 1, d, false).expect("stack");
+    let s = p.stack_of_class(&c, 1, d, Hide::NOTHING).expect("stack");
     let mut frames = Vec::new();
     p.path(s, &mut frames);
     let leaf = p.frame_name(*frames.last().expect("leaf"));

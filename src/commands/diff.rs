@@ -9,12 +9,17 @@ use crate::output;
 
 pub fn run(args: cli::DiffArgs) -> anyhow::Result<()> {
     let format = args.format;
-    let selection = args.filter.selection();
-    let base_scan = super::scan(&args.base, selection.scan_options(false))?;
-    let new_scan = super::scan(&args.new, selection.scan_options(false))?;
+    // Each capture places a `mark:NAME` at its own mark.
+    let base_selection = args.filter.selection(&args.base)?;
+    let new_selection = args.filter.selection(&args.new)?;
+    let (base_scan, new_scan) = super::scan_both(
+        (&args.base, base_selection.scan_options(false)),
+        (&args.new, new_selection.scan_options(false)),
+    )?;
     let base =
-        Slice::new(&base_scan, &selection).with_context(|| args.base.display().to_string())?;
-    let new = Slice::new(&new_scan, &selection).with_context(|| args.new.display().to_string())?;
+        Slice::new(&base_scan, &base_selection).with_context(|| args.base.display().to_string())?;
+    let new =
+        Slice::new(&new_scan, &new_selection).with_context(|| args.new.display().to_string())?;
     let options = ExportOptions {
         top: args.top,
         diff: DiffOptions {

@@ -13,7 +13,7 @@ pub fn run(args: cli::ReportArgs) -> anyhow::Result<()> {
              stack (narrow them with --from/--to/--tid/--thread/--pid/--no-kernel)"
         );
     }
-    let selection = args.filter.selection();
+    let selection = args.filter.selection(&args.file)?;
     let scan = super::scan(&args.file, selection.scan_options(format.needs_order()))?;
     let slice = Slice::new(&scan, &selection)?;
     let options = ExportOptions {

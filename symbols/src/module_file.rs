@@ -277,6 +277,16 @@ impl ModuleFiles {
             .clone()
     }
 
+    /// Drops the files nothing else holds beyond `others` more references (what the
+    /// caller's own tables hold): files mapped by processes that are gone. Such a file
+    /// mapped again is opened again.
+    pub fn release_unheld(&mut self, others: usize) {
+        self.files.retain(|_, f| {
+            f.as_ref()
+                .is_some_and(|a| Arc::strong_count(a) > 1 + others)
+        });
+    }
+
     pub fn len(&self) -> usize {
         self.files.len()
     }

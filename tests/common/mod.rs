@@ -77,6 +77,7 @@ pub const ALL_FIXTURES: &[&str] = &[
     "contend",
     "pingpong",
     "deploy",
+    "vlib",
 ];
 
 /// The flags of a plain optimised build, as distributions and release builds compile:

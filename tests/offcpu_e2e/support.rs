@@ -24,6 +24,8 @@ pub struct ThreadLine {
     pub wait_ns: u64,
     /// Voluntary context switches: waits that a wake-up ended.
     pub nvcsw: u64,
+    /// Involuntary context switches: preemptions, each a wait in R.
+    pub nivcsw: u64,
 }
 
 /// One recording and what the fixture printed.
@@ -138,6 +140,7 @@ fn thread_lines(stderr: &str, prog: &str) -> Vec<ThreadLine> {
                 run_ns: get("run_ns"),
                 wait_ns: get("wait_ns"),
                 nvcsw: get("nvcsw"),
+                nivcsw: get("nivcsw"),
             }
         })
         .collect()

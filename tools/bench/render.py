@@ -17,13 +17,16 @@ import scenario_6_view
 import scenario_7_render
 import scenario_8_build_like
 import scenario_9_offcpu
+import scenario_10_python
+import scenario_11_flight
 from harness import CFLAGS, REPO
 from tables import shorten
 
 # Scenario number → the module that writes its rows and its section.
 WRITERS = [(1, scenario_1_overhead), (2, scenario_2_recorder_cost), (3, scenario_3_size),
            (4, scenario_4_loss), (5, scenario_5_open), (6, scenario_6_view),
-           (7, scenario_7_render), (8, scenario_8_build_like), (9, scenario_9_offcpu)]
+           (7, scenario_7_render), (8, scenario_8_build_like), (9, scenario_9_offcpu),
+           (10, scenario_10_python), (11, scenario_11_flight)]
 
 
 def load_results(path: Path) -> tuple:
@@ -56,6 +59,8 @@ def write_md(path: Path, cfg, machine, R, work: Path, started, took) -> None:
       "alternation, the order rotating each round. Figures are **median [min–max]** over "
       "the rounds. A difference whose ranges overlap is called *within noise*. Goals are "
       + ("issue 16's (scenario 9)" if set(R) == {9} else
+         "issue 26's (scenario 10)" if set(R) == {10} else
+         "issue 28's (scenario 11)" if set(R) == {11} else
          "issue 7's (scenarios 1–6), issue 13's (scenario 7) and issue 14's (scenario 8)"
          if 8 in R else "issue 7's (scenarios 1–6) and issue 13's (scenario 7)" if 7 in R
          else "issue 7's")

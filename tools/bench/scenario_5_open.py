@@ -22,19 +22,22 @@ def run(cfg, fx, tools: Tools, work: Path) -> dict:
     d.mkdir(parents=True, exist_ok=True)
     res = {"commands": {}}
     # Generated captures: the big one, one with 1/5 of the samples (same stacks) and one
-    # with 4x the distinct stacks, to see what memory follows.
+    # with 4x the distinct stacks, to see what memory follows; and a second big one (another
+    # seed) for `hotspot diff` of two big captures (issue 27).
     n = cfg["s5_samples"]
-    gens = {"big": (n, 2000), "fifth": (n // 5, 2000), "stacks4x": (n, 8000)}
+    gens = {"big": (n, 2000, 1), "fifth": (n // 5, 2000, 1), "stacks4x": (n, 8000, 1),
+            "big2": (n, 2000, 2)}
     res["gen"] = {}
-    for key, (ns, stacks) in gens.items():
+    for key, (ns, stacks, seed) in gens.items():
         path = d / f"gen-{key}.hsp"
         argv = [str(GEN), "-o", str(path), "--samples", str(ns), "--stacks", str(stacks),
-                "--seed", "1"]
+                "--seed", str(seed)]
         if key == "big":
             res["commands"]["gen_capture"] = argv
         r = sh(argv, capture_output=True)
         res["gen"][key] = json.loads(r.stdout.strip().splitlines()[-1])
     res["big_capture"] = str(d / "gen-big.hsp")
+    res["big_capture2"] = str(d / "gen-big2.hsp")
 
     # Real recordings with perf (and hotspot at the same time, same workload): -a -F 4999
     # on busy CPUs, long enough for the generated capture's sample count (full mode; or as
@@ -49,7 +52,13 @@ def run(cfg, fx, tools: Tools, work: Path) -> dict:
                                              res["gen"]["fifth"]["samples"]),
         "hotspot (generated, 4x stacks)": ([str(HOTSPOT), "report", str(d / "gen-stacks4x.hsp")],
                                            res["gen"]["stacks4x"]["samples"]),
+        "hotspot (generated, seed 2)": ([str(HOTSPOT), "report", str(d / "gen-big2.hsp")],
+                                        res["gen"]["big2"]["samples"]),
+        "hotspot diff (generated, seed 1 vs seed 2)": (
+            [str(HOTSPOT), "diff", str(d / "gen-big.hsp"), str(d / "gen-big2.hsp")],
+            res["gen"]["big"]["samples"] + res["gen"]["big2"]["samples"]),
     }
+    res["commands"]["hotspot diff"] = targets["hotspot diff (generated, seed 1 vs seed 2)"][0]
     res["commands"]["hotspot report"] = targets["hotspot (generated)"][0]
     # --baseline BIN: the same reports by another hotspot build (the one before a change),
     # interleaved with this one's in every round, so before and after share the machine.
@@ -198,8 +207,30 @@ def summary_rows(w, s5, cfg) -> None:
           f"(×{grow_stacks:.2f}, {per_stack / 1000:+.1f} kB per extra stack) | "
           f"perf report: {f'{rss(pr):.0f} MB' if pr else '—'} | — | — | memory follows "
           f"distinct stacks, not samples (5× samples: < ×1.25) | {verdict(ok_mem)} |")
+    diff_row(w, rows)
     if s5.get("baseline"):
         baseline_rows(w, s5)
+
+
+def diff_row(w, rows) -> None:
+    """`hotspot diff` of the two big generated captures against `report` on each (issue 27):
+    its time and peak RSS, against the sum of the two reports' (it reads both)."""
+    d = rows.get("hotspot diff (generated, seed 1 vs seed 2)") or []
+    a = rows.get("hotspot (generated)") or []
+    b = rows.get("hotspot (generated, seed 2)") or []
+    if not (d and a and b):
+        w("| 5 | `hotspot diff` of two 5M-sample captures | not measured | — | — | — | no more "
+          "than `report` on both | " + verdict(None, "a run failed") + " |")
+        return
+    walls = lambda rs: [x["wall"] for x in rs]  # noqa: E731
+    t_d, t_ab = median(walls(d)), median(walls(a)) + median(walls(b))
+    m_d = median([x["rss_mb"] for x in d])
+    m_ab = median([x["rss_mb"] for x in a]) + median([x["rss_mb"] for x in b])
+    w(f"| 5 | `hotspot diff` of two generated captures ({d[0]['samples'] // 2:,} samples "
+      f"each) against `report` on each | {med_rng(walls(d), '{:.2f}', ' s')}, {m_d:.0f} MB "
+      f"| — | — | reports: {median(walls(a)):.2f} s + {median(walls(b)):.2f} s = "
+      f"{t_ab:.2f} s, {m_ab:.0f} MB | time and peak RSS no more than `report` on both | "
+      f"{verdict(t_d <= t_ab and m_d <= m_ab)} |")
 
 
 def details(w, s5, cfg, work: Path) -> None:

@@ -78,6 +78,19 @@ def run(cfg, work: Path, big_capture: str | None) -> dict:
                 kbs.append(kb)
             if kbs:
                 res["fifth"] = {"samples": nf, "rss_kb": kbs}
+        # Diff mode (issue 27): `view BASE NEW` on the two big generated captures, to the
+        # first screen showing all of the new capture's samples.
+        big2 = Path(big_capture).with_name("gen-big2.hsp")
+        if vals and big2.exists():
+            n2 = hotspot_info(big2)["counts"]["samples"]
+            argv = [str(HOTSPOT), "view", big_capture, str(big2)]
+            res["commands"]["hotspot view BASE NEW (in a pty)"] = argv
+            got = pty_rounds({"hotspot": argv}, f"{n2:,} samples", cfg["rounds_s6"])
+            dvals, drss, why = got["hotspot"]
+            if why:
+                res["notes"].append(f"`hotspot view BASE NEW` in a pty: {why}")
+            if dvals:
+                res["diff_ttff"] = {"ms": dvals, "samples": n2, "rss_kb": drss}
     elif big_capture:
         argv = [str(HOTSPOT), "view", big_capture, f"--{flag}"]
         res["commands"]["hotspot view"] = argv
@@ -154,6 +167,21 @@ def run(cfg, work: Path, big_capture: str | None) -> dict:
     res["bench"] = runs["hotspot"]
     if base:
         res["baseline_bench"] = runs.get(BASELINE) or None
+    # The views' diff mode on two such captures (issue 27): the bench's --diff.
+    argv = bench_argv(REPO) + ["--diff"]
+    res["commands"]["refold bench, diff mode"] = argv
+    diff_runs = []
+    for i in range(cfg["rounds_s6_bench"]):
+        log(f"s6: refold bench in diff mode, round {i + 1}")
+        r = subprocess.run(argv, cwd=REPO, text=True, capture_output=True)
+        got = parse_refold(r.stdout)
+        if r.returncode != 0 or got["first"] is None or not got["views"]:
+            res["notes"].append(f"the refold bench in diff mode failed or printed no figures "
+                                f"(rc={r.returncode}): {(r.stderr or r.stdout).strip()[-300:]!r}")
+            diff_runs = []
+            break
+        diff_runs.append(got)
+    res["diff_bench"] = diff_runs or None
     return res
 
 
@@ -248,8 +276,36 @@ def summary_rows(w, s6, cfg) -> None:
     else:
         w(f"| 6 | re-fold after a time-selection change | not measured | — | — | — | < 100 ms | "
           f"{verdict(None, '; '.join(s6['notes']))} |")
+    diff_rows(w, s6)
     if s6.get("baseline"):
         baseline_rows(w, s6)
+
+
+def diff_rows(w, s6) -> None:
+    """The views' diff mode (issue 27): `view BASE NEW`'s first frame in a pty, and the
+    refold bench's --diff moves."""
+    d = s6.get("diff_ttff")
+    if d:
+        w(f"| 6 | `hotspot view BASE NEW` (diff mode) time to first frame on two generated "
+          f"captures (to the first screen showing all {d['samples']:,} samples of the new one, "
+          f"160×50 pty) | {med_rng(d['ms'], '{:.0f}', ' ms')}, peak RSS "
+          f"{median(d['rss_kb']) / 1024:.0f} MB | — | — | — | < 1 s | "
+          f"{verdict(median(d['ms']) < 1000)} |")
+    runs = s6.get("diff_bench") or []
+    if runs:
+        views = sorted(runs[0]["views"])
+        means = {k: [r["views"][k][0] for r in runs if k in r["views"]] for k in views}
+        worst = max(max(r["views"][k][1] for r in runs if k in r["views"]) for k in views)
+        cell = "; ".join(f"{k}: {med_rng(means[k], '{:.1f}', ' ms')}" for k in views)
+        top = max(median(x) for x in means.values())
+        w(f"| 6 | diff mode: diff + re-fold + redraw after moving a 1/10 time selection of "
+          f"the new capture (flat, flame, callers) or of the base (base), mean of 20 moves "
+          f"(refold bench --diff, {s6_samples(runs)} each) | {cell} | — | — | — | < 100 ms | "
+          f"{verdict(top < 100, f'slowest single move {worst:.1f} ms')} |")
+        v = [r["first"] for r in runs]
+        w(f"| 6 | diff mode, model only: first frame of two in-memory captures (index both, "
+          f"diff, folds, timelines, draw; refold bench --diff) | "
+          f"{med_rng(v, '{:.0f}', ' ms')} | — | — | — | (information) | — |")
 
 
 def baseline_rows(w, s6) -> None:
@@ -299,6 +355,15 @@ def details(w, s6, cfg, work: Path) -> None:
           f"output of the first:\n")
         w("```")
         w(s6["bench"][0]["raw"].rstrip())
+        w("```")
+        w("")
+    if s6.get("diff_bench"):
+        w("Diff mode: `hotspot view BASE NEW` in the same pty setup on the two generated "
+          "captures (seeds 1 and 2); the refold bench with `--diff` compares two synthetic "
+          "captures of that size (the second's phases drawing from other stacks); output of "
+          "its first run:\n")
+        w("```")
+        w(s6["diff_bench"][0]["raw"].rstrip())
         w("```")
         w("")
     if s6.get("baseline"):

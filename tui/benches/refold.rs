@@ -2,9 +2,11 @@
 //! first frame (index, fold, timeline, draw) and the refold after moving the time
 //! selection, in each view.
 //!
-//! `cargo bench -p hotspot-tui --bench refold [-- SAMPLES] [--off-cpu]` (default
+//! `cargo bench -p hotspot-tui --bench refold [-- SAMPLES] [--off-cpu] [--diff]` (default
 //! 5,000,000). `--off-cpu` adds an off-CPU sample (1–8 periods, a random state, the same
-//! stacks) after every 8th CPU sample, and times the metric toggle.
+//! stacks) after every 8th CPU sample, and times the metric toggle. `--diff` times the
+//! views' diff mode instead: two such captures, the second with its phases drawing from
+//! other stacks, compared (first frame, then moves of either capture's selection).
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +27,12 @@ use ratatui::layout::Rect;
 /// 300 functions in two modules, 3,000 stacks 8–40 frames deep, `samples` samples on 8
 /// threads over 100 s in phases, with idle gaps.
 fn synthetic(samples: usize) -> Capture {
+    synthetic_shifted(samples, 0)
+}
+
+/// [`synthetic`] with each phase's stacks shifted by `shift` (a changed program: the same
+/// functions and stacks, sampled in other proportions).
+fn synthetic_shifted(samples: usize, shift: u32) -> Capture {
     let mut rng = Rng(0x5eed);
     let mut c = Capture::default();
     c.session = Some(SessionHeader {
@@ -112,7 +120,7 @@ fn synthetic(samples: usize) -> Capture {
             t += 1_000_000_000;
         }
         let phase = (t / 5_000_000_000) as u32 % 4;
-        let stack = (phase * 700 + rng.below(1000) as u32) % stacks;
+        let stack = (phase * 700 + shift + rng.below(1000) as u32) % stacks;
         c.samples.push(Sample {
             time_ns: t,
             tid: 1000 + (i as u32 % 8),
@@ -157,6 +165,9 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(5_000_000);
     let off_cpu = std::env::args().any(|a| a == "--off-cpu");
+    if std::env::args().any(|a| a == "--diff") {
+        return diff_mode(n);
+    }
     let t = Instant::now();
     let mut capture = synthetic(n);
     if off_cpu {
@@ -175,6 +186,7 @@ fn main() {
         palette: Palette::new(ColorMode::True),
         links: None,
         symbol_dirs: Vec::new(),
+        no_interpreter: false,
     };
     let file = std::env::temp_dir().join(format!("hotspot-refold-{}.hsp", std::process::id()));
     write_file(&capture, &file);
@@ -327,6 +339,7 @@ fn open_file(path: &std::path::Path) {
         palette: Palette::new(ColorMode::True),
         links: None,
         symbol_dirs: Vec::new(),
+        no_interpreter: false,
     };
     let start = Instant::now();
     let mut tail = Tail::open(path).expect("open");
@@ -380,9 +393,87 @@ fn pieces(state: &mut State) {
     let _ = timeline(
         &mut state.data,
         &Default::default(),
-        false,
+        hotspot_replay::model::Hide::NOTHING,
         hotspot_replay::metric::Metric::Cpu,
         160,
     );
     println!("  timeline: {}", ms(t.elapsed()));
+}
+
+/// The views' diff mode on two synthetic captures of `n` samples each: the first frame
+/// (both models, the diff, its flat rows, the timelines, drawn), then moves of a tenth-wide
+/// selection of the new capture in each diff view, and of the base's.
+fn diff_mode(n: usize) {
+    use hotspot_replay::export::diff::DiffOptions;
+    use hotspot_tui::diff::Compare;
+    let t = Instant::now();
+    let (base, new) = (synthetic(n), synthetic_shifted(n, 150));
+    println!(
+        "synthetic captures: {} + {} samples, {} stacks each, built in {}",
+        base.samples.len(),
+        new.samples.len(),
+        new.stacks.len(),
+        ms(t.elapsed())
+    );
+    let size = Rect::new(0, 0, 160, 50);
+    let opts = Options {
+        mode: Mode::Replay,
+        palette: Palette::new(ColorMode::True),
+        links: None,
+        symbol_dirs: Vec::new(),
+        no_interpreter: false,
+    };
+    let start = Instant::now();
+    let (base, new) = (Data::new(base), Data::new(new));
+    let indexed = start.elapsed();
+    let mut state = State::new(new, opts, size);
+    state.diff = Some(Compare::new(base, DiffOptions::default()));
+    state.refresh();
+    let mut buf = Buffer::empty(size);
+    draw(&state, &mut buf, Instant::now());
+    println!(
+        "first frame: {} (index both {}, diff + fold + timelines + draw {})",
+        ms(start.elapsed()),
+        ms(indexed),
+        ms(start.elapsed() - indexed)
+    );
+    for _ in 0..140 {
+        apply(&mut state, Cmd::SelectShrink, Instant::now());
+    }
+    state.refresh();
+    let mut time_moves = |state: &mut State, name: &str| {
+        let (mut worst, mut total) = (Duration::ZERO, Duration::ZERO);
+        let moves = 20;
+        for _ in 0..moves {
+            let t = Instant::now();
+            apply(state, Cmd::SelectRight, Instant::now());
+            state.refresh();
+            draw(state, &mut buf, Instant::now());
+            let d = t.elapsed();
+            worst = worst.max(d);
+            total += d;
+        }
+        println!(
+            "move selection, {name} view: mean {} worst {} (diff + refold + draw)",
+            ms(total / moves),
+            ms(worst)
+        );
+    };
+    for (name, cmd) in [("flat", Cmd::ShowFlat), ("flame", Cmd::ShowFlame)] {
+        apply(&mut state, cmd, Instant::now());
+        state.refresh();
+        time_moves(&mut state, name);
+    }
+    apply(&mut state, Cmd::ShowFlat, Instant::now());
+    apply(&mut state, Cmd::Open, Instant::now());
+    state.refresh();
+    time_moves(&mut state, "callers");
+    // The base's own selection, a tenth wide, moved in the flat view.
+    apply(&mut state, Cmd::ShowFlat, Instant::now());
+    apply(&mut state, Cmd::DiffSide, Instant::now());
+    for _ in 0..140 {
+        apply(&mut state, Cmd::SelectShrink, Instant::now());
+    }
+    state.refresh();
+    time_moves(&mut state, "base");
 }

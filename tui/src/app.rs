@@ -18,6 +18,7 @@ use ratatui::style::Modifier;
 
 use hotspot_replay::error::ReplayError;
 
+use super::diff::Compare;
 use super::input::{Action, handle, handle_mouse};
 use super::links::hyperlink;
 use super::links::link::{Osc8, osc52};
@@ -64,14 +65,28 @@ fn size(term: &Term) -> Rect {
 /// Shows the capture at `path` until the user quits or `stop` is set.
 pub fn view(
     term: &mut Term,
+    tail: Tail,
+    path: &Path,
+    opts: Options,
+    stop: &AtomicBool,
+) -> Result<(), TuiError> {
+    view_against(term, tail, path, opts, None, stop)
+}
+
+/// [`view`], in diff mode when `base` is given: the capture at `path` (the new one, which
+/// may still grow) compared with the base.
+pub fn view_against(
+    term: &mut Term,
     mut tail: Tail,
     path: &Path,
     opts: Options,
+    base: Option<Compare>,
     stop: &AtomicBool,
 ) -> Result<(), TuiError> {
     let mut data = Data::default();
     data.capture.path = path.to_path_buf();
     let mut state = State::new(data, opts, size(term));
+    state.diff = base;
     let mut dirty = true;
     let mut next_poll = Instant::now();
     let mut notice_shown = false;
@@ -79,15 +94,19 @@ pub fn view(
     loop {
         let now = Instant::now();
         let mut busy = false;
-        if now >= next_poll && !state.finished {
-            let events = tail
-                .poll()
-                .map_err(|e| ReplayError::from(e).with_path(path))?;
+        let base_pending = state.diff.as_ref().is_some_and(|c| c.source.is_some());
+        if now >= next_poll && (!state.finished || base_pending) {
+            let events = tail.poll().map_err(|e| e.with_path(path))?;
             busy = !events.is_empty() || tail.behind();
             dirty |= state.data.apply(events);
             let dirs = state.opts.symbol_dirs.clone();
             dirty |= state.data.resymbolize(&dirs);
             state.finished = tail.finished();
+            if let Some(c) = state.diff.as_mut() {
+                let (changed, more) = c.poll(&dirs)?;
+                dirty |= changed;
+                busy |= more;
+            }
             let no_header = !tail.has_header();
             dirty |= state.finished || state.no_header != no_header;
             state.no_header = no_header;

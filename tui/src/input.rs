@@ -5,8 +5,10 @@ use std::time::Instant;
 
 use ratatui::crossterm::event::{KeyEvent, MouseButton, MouseEvent, MouseEventKind};
 
+use hotspot_replay::export::diff::Scale;
 use hotspot_replay::names::FunctionKey;
 
+use super::diff::Side;
 use super::keymap::{Cmd, Key, Scope, lookup};
 use super::layout::contains;
 use super::state::{Frozen, ListPos, Sort, State, View};
@@ -25,6 +27,10 @@ pub enum Action {
 
 /// What `m` says on a capture without off-CPU data (it weighs CPU time only).
 pub const NO_OFF_CPU: &str = "no off-CPU data (recorded without --off-cpu): CPU time only";
+
+/// What `m` says in a diff where one of the captures has no off-CPU data.
+pub const NO_OFF_CPU_BOTH: &str =
+    "the metric applies to both captures, and one has no off-CPU data: CPU time only";
 
 /// Follow windows `F` cycles through.
 const FOLLOW_STEPS_NS: [u64; 3] = [5_000_000_000, 10_000_000_000, 30_000_000_000];
@@ -107,11 +113,26 @@ pub fn apply(state: &mut State, cmd: Cmd, now: Instant) -> Action {
             state.flame.cursor.clear();
             state.selection = None;
             state.follow = None;
+            if let Some(c) = state.diff.as_mut() {
+                c.selection = None;
+            }
             if state.view == View::Threads {
                 state.threads.excluded.clear();
             }
         }
         Cmd::ToggleKernel => state.no_kernel = !state.no_kernel,
+        Cmd::ToggleInterpreter => {
+            state.no_interpreter = !state.no_interpreter;
+            let what = if state.no_interpreter {
+                "interpreter frames hidden: their time counts for the Python frame that called them"
+            } else {
+                "interpreter frames shown"
+            };
+            state.say(what, now);
+        }
+        Cmd::Metric if state.diff.as_ref().is_some_and(|c| !c.base.has_off_cpu()) => {
+            state.say(NO_OFF_CPU_BOTH, now);
+        }
         Cmd::Metric => {
             if state.data.has_off_cpu() {
                 state.metric = state.metric.next();
@@ -119,6 +140,9 @@ pub fn apply(state: &mut State, cmd: Cmd, now: Instant) -> Action {
             } else {
                 state.say(NO_OFF_CPU, now);
             }
+        }
+        Cmd::HideIdle if state.diff.is_some() => {
+            state.say("a diff compares whole captures: no thread is left out", now);
         }
         Cmd::HideIdle => hide_idle(state, now),
         Cmd::Freeze => {
@@ -146,9 +170,38 @@ pub fn apply(state: &mut State, cmd: Cmd, now: Instant) -> Action {
         Cmd::SelectRight => shift_selection(state, 1),
         Cmd::SelectShrink => resize_selection(state, -1),
         Cmd::SelectGrow => resize_selection(state, 1),
-        Cmd::SelectAll => {
-            state.selection = None;
-            state.follow = None;
+        Cmd::SelectAll => match state.diff.as_mut() {
+            Some(c) if c.side == Side::Base => c.selection = None,
+            _ => {
+                state.selection = None;
+                state.follow = None;
+            }
+        },
+        Cmd::DiffSide => {
+            if let Some(c) = state.diff.as_mut() {
+                c.side = match c.side {
+                    Side::Base => Side::New,
+                    Side::New => Side::Base,
+                };
+                let which = match c.side {
+                    Side::Base => "the base's",
+                    Side::New => "the new capture's",
+                };
+                state.say(format!("the selection keys move {which} selection"), now);
+            }
+        }
+        Cmd::DiffScale => {
+            if let Some(c) = state.diff.as_mut() {
+                c.options.scale = match c.options.scale {
+                    Scale::Share => Scale::Rate,
+                    Scale::Rate => Scale::Share,
+                };
+                let text = match c.options.scale {
+                    Scale::Share => "changes in points of each capture's share",
+                    Scale::Rate => "changes in time per second of each selection",
+                };
+                state.say(text, now);
+            }
         }
         Cmd::Follow => {
             let at = state
@@ -217,6 +270,11 @@ fn go_back(state: &mut State) {
 /// The function under the cursor of the current view.
 fn selected_function(state: &State) -> Option<FunctionKey> {
     match state.view {
+        View::Flat if state.diff.is_some() => {
+            let d = state.diff.as_ref().and_then(|c| c.diff.as_ref())?;
+            let i = *state.flat.rows.get(state.flat.pos.cursor)?;
+            d.changes.get(i).map(|c| c.key.clone())
+        }
         View::Flat => state
             .flat_rows()
             .get(state.flat.pos.cursor)
@@ -261,6 +319,7 @@ fn open(state: &mut State) {
                 state.flame.cursor = path;
             }
         }
+        View::Threads if state.diff.is_some() => {}
         View::Threads => {
             let row = state.thread_rows().get(state.threads.pos.cursor).copied();
             if let Some(t) = row.and_then(|i| state.data.threads.get(i)) {
@@ -331,19 +390,47 @@ fn flame_sideways(state: &mut State, dir: i32) {
     }
 }
 
-/// One timeline bucket of time.
-fn step_ns(state: &State) -> u64 {
-    let (a, b) = state.span().unwrap_or((0, 1));
-    let w = state.cache.timeline.buckets.len().max(1) as u64;
-    ((b - a) / w).max(1)
+/// A time range, inclusive monotonic ns.
+type Range = (u64, u64);
+
+/// The selection the keys move (the new capture's, or in a diff the side chosen with
+/// `b`): its capture's span, the selected range, and one timeline column of time.
+fn target(state: &State) -> Option<(Range, Range, u64)> {
+    let (span, selected, columns) = match state.diff.as_ref() {
+        Some(c) if c.side == Side::Base => (c.span()?, c.selected()?, c.timeline.buckets.len()),
+        _ => (
+            state.span()?,
+            state.selected()?,
+            state.cache.timeline.buckets.len(),
+        ),
+    };
+    let step = ((span.1 - span.0) / columns.max(1) as u64).max(1);
+    Some((span, selected, step))
+}
+
+/// Sets the selection the keys move.
+fn select(state: &mut State, range: (u64, u64)) {
+    match state.diff.as_mut() {
+        Some(c) if c.side == Side::Base => c.selection = Some(range),
+        _ => {
+            state.follow = None;
+            state.selection = Some(range);
+        }
+    }
+}
+
+/// The timeline the mouse acts on: the new capture's, or in a diff the side chosen.
+fn timeline_of(state: &State) -> &crate::model::Timeline {
+    match state.diff.as_ref() {
+        Some(c) if c.side == Side::Base => &c.timeline,
+        _ => &state.cache.timeline,
+    }
 }
 
 fn shift_selection(state: &mut State, dir: i64) {
-    let Some((a, b)) = state.span() else { return };
-    let Some((s, e)) = state.selected() else {
+    let Some(((a, b), (s, e), step)) = target(state) else {
         return;
     };
-    let step = step_ns(state);
     let (s, e) = if dir < 0 {
         let d = step.min(s - a);
         (s - d, e - d)
@@ -351,16 +438,13 @@ fn shift_selection(state: &mut State, dir: i64) {
         let d = step.min(b - e);
         (s + d, e + d)
     };
-    state.follow = None;
-    state.selection = Some((s, e));
+    select(state, (s, e));
 }
 
 fn resize_selection(state: &mut State, dir: i64) {
-    let Some((a, b)) = state.span() else { return };
-    let Some((s, e)) = state.selected() else {
+    let Some(((a, b), (s, e), step)) = target(state) else {
         return;
     };
-    let step = step_ns(state);
     let (s, e) = if dir < 0 {
         if e - s <= step { (s, e) } else { (s, e - step) }
     } else if e + step <= b {
@@ -368,8 +452,7 @@ fn resize_selection(state: &mut State, dir: i64) {
     } else {
         (s.saturating_sub(step).max(a), b)
     };
-    state.follow = None;
-    state.selection = Some((s, e));
+    select(state, (s, e));
 }
 
 fn copy_link(state: &mut State, now: Instant) -> Action {
@@ -427,10 +510,10 @@ pub fn handle_mouse(state: &mut State, ev: MouseEvent, now: Instant) -> Action {
         }
         MouseEventKind::Drag(MouseButton::Left) => {
             if let Some(t0) = state.drag {
-                let t = &state.cache.timeline;
+                let t = timeline_of(state);
                 let col = usize::from(x.saturating_sub(r.timeline.x));
                 let (c0, c1) = (t.time_at(col), t.time_at(col + 1));
-                state.selection = Some((t0.min(c0), c1.max(t0)));
+                select(state, (t0.min(c0), c1.max(t0)));
                 Action::Redraw
             } else {
                 Action::None
@@ -466,12 +549,19 @@ fn click(state: &mut State, x: u16, y: u16) -> Action {
         return Action::Redraw;
     }
     if contains(r.timeline, x, y) {
-        let t = &state.cache.timeline;
+        if let Some(c) = state.diff.as_mut() {
+            // The base's strip is the upper half of the timeline, the new's the lower.
+            c.side = if y < r.timeline.y + r.timeline.height / 2 {
+                Side::Base
+            } else {
+                Side::New
+            };
+        }
+        let t = timeline_of(state);
         let col = usize::from(x - r.timeline.x);
         let (t0, t1) = (t.time_at(col), t.time_at(col + 1));
         state.drag = Some(t0);
-        state.follow = None;
-        state.selection = Some((t0, t1));
+        select(state, (t0, t1));
         return Action::Redraw;
     }
     if !contains(r.main, x, y) {
@@ -490,6 +580,7 @@ fn click(state: &mut State, x: u16, y: u16) -> Action {
                 }
             }
         }
+        View::Threads if state.diff.is_some() => {}
         View::Threads => {
             if let Some(i) = row.map(|i| i + state.threads.pos.offset)
                 && i < state.thread_rows().len()

@@ -78,12 +78,16 @@ pub enum Scope {
     Nav,
     /// The profile views (not the process table).
     Views,
+    /// The profile views of a capture holding Python frames.
+    Python,
     /// The flame graph's keyboard walk (before `Nav`, whose arrows it takes over).
     Flame,
     /// Typing a `/` filter.
     Filter,
     /// The process table of `hotspot live`.
     Picker,
+    /// Comparing two captures (`hotspot view BASE NEW`, `live --base`).
+    Diff,
 }
 
 /// What a key does.
@@ -107,6 +111,7 @@ pub enum Cmd {
     CopyLink,
     Reset,
     ToggleKernel,
+    ToggleInterpreter,
     Metric,
     HideIdle,
     Freeze,
@@ -127,6 +132,8 @@ pub enum Cmd {
     FilterClear,
     FilterErase,
     Reload,
+    DiffSide,
+    DiffScale,
 }
 
 /// One row of the table.
@@ -158,7 +165,7 @@ const fn b(
 }
 
 use Key::*;
-use Scope::{Filter as F, Flame as Fl, Nav as N, Picker as P, Views as V};
+use Scope::{Diff as D, Filter as F, Flame as Fl, Nav as N, Picker as P, Python as Py, Views as V};
 
 /// Every binding, in the order hints and help list them.
 pub const KEYMAP: &[Binding] = &[
@@ -357,6 +364,27 @@ pub const KEYMAP: &[Binding] = &[
         Cmd::TimelineColour,
         "",
         "timeline: colour by function or thread",
+    ),
+    b(
+        Py,
+        &[Char('P')],
+        Cmd::ToggleInterpreter,
+        "interp",
+        "hide or show Python interpreter frames",
+    ),
+    b(
+        D,
+        &[Char('b')],
+        Cmd::DiffSide,
+        "base/new",
+        "diff: [ ] - + a move the base's or new's",
+    ),
+    b(
+        D,
+        &[Char('x')],
+        Cmd::DiffScale,
+        "scale",
+        "diff: Δ as share points or time per second",
     ),
 ];
 

@@ -10,6 +10,7 @@
 
 pub(crate) mod app;
 
+pub mod diff;
 pub mod input;
 pub mod keymap;
 pub mod layout;
@@ -21,6 +22,6 @@ pub mod state;
 pub(crate) mod terminal;
 pub mod views;
 
-pub use app::{TuiError, pick, view};
+pub use app::{TuiError, pick, view, view_against};
 pub use state::{Mode, Options, State, View};
 pub use terminal::Term;

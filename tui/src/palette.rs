@@ -55,7 +55,7 @@ const ANSI_USER: [Color; 5] = [
     Color::Magenta,
 ];
 const ANSI_KERNEL: [Color; 3] = [Color::Blue, Color::Cyan, Color::LightBlue];
-const ANSI_INTERPRETER: [Color; 2] = [Color::LightGreen, Color::LightCyan];
+const ANSI_PYTHON: [Color; 2] = [Color::LightGreen, Color::LightCyan];
 /// Object (module) colours, in legend order; the kernel has its own.
 const MODULE_RGB: [(u8, u8, u8); 6] = [
     (230, 159, 0),
@@ -93,8 +93,9 @@ impl Palette {
 
     /// Background colour of a frame's bar (flame, stream, timeline), by its kind: warm
     /// hues for code of a process (compiled ahead or at run time, and the markers among
-    /// it), blues for the kernel, greens and cyans for an interpreter's functions, the
-    /// state's own colour for time off the CPU; within a kind, by a hash of the name.
+    /// it), duller tans within them for a Python interpreter's own code, blues for the
+    /// kernel, greens and cyans for Python functions, the state's own colour for time off
+    /// the CPU; within a kind, by a hash of the name.
     pub fn frame_color(&self, kind: FrameKind, name: &str) -> Color {
         let h = hash(name);
         let v = |shift: u32| ((h >> shift) & 0xff) as f64 / 255.0;
@@ -106,19 +107,26 @@ impl Palette {
                 (60.0 + 170.0 * v(8)) as u8,
                 (40.0 * v(16)) as u8,
             ),
-            FrameKind::User | FrameKind::Jit | FrameKind::Marker => pick(&ANSI_USER),
+            FrameKind::Interpreter if true_color => Color::Rgb(
+                (170.0 + 40.0 * v(0)) as u8,
+                (120.0 + 40.0 * v(8)) as u8,
+                (70.0 + 40.0 * v(16)) as u8,
+            ),
+            FrameKind::User | FrameKind::Jit | FrameKind::Marker | FrameKind::Interpreter => {
+                pick(&ANSI_USER)
+            }
             FrameKind::Kernel if true_color => Color::Rgb(
                 (40.0 + 60.0 * v(0)) as u8,
                 (120.0 + 80.0 * v(8)) as u8,
                 (200.0 + 55.0 * v(16)) as u8,
             ),
             FrameKind::Kernel => pick(&ANSI_KERNEL),
-            FrameKind::Interpreter if true_color => Color::Rgb(
+            FrameKind::Python if true_color => Color::Rgb(
                 (20.0 + 50.0 * v(0)) as u8,
-                (170.0 + 60.0 * v(8)) as u8,
-                (130.0 + 60.0 * v(16)) as u8,
+                (190.0 + 50.0 * v(8)) as u8,
+                (120.0 + 60.0 * v(16)) as u8,
             ),
-            FrameKind::Interpreter => pick(&ANSI_INTERPRETER),
+            FrameKind::Python => pick(&ANSI_PYTHON),
             FrameKind::OffCpu(state) => self.state_color(state),
         }
     }
@@ -272,10 +280,14 @@ mod tests {
             panic!("rgb expected");
         };
         assert!(b > r, "the kernel is blue");
-        let Color::Rgb(r, g, b) = p.frame_color(FrameKind::Interpreter, "PyEval") else {
+        let Color::Rgb(r, g, b) = p.frame_color(FrameKind::Python, "Worker.run") else {
             panic!("rgb expected");
         };
-        assert!(g > b && b > r, "an interpreter's functions are green-cyan");
+        assert!(g > b && b > r, "Python functions are green-cyan");
+        let Color::Rgb(r, g, b) = p.frame_color(FrameKind::Interpreter, "_PyEval_Vector") else {
+            panic!("rgb expected");
+        };
+        assert!(r > g && g > b, "the interpreter's own code is a warm tan");
         let ansi = Palette::new(ColorMode::Ansi);
         for name in [
             "main",
@@ -290,12 +302,13 @@ mod tests {
             for (kind, family) in [
                 (FrameKind::User, &ANSI_USER[..]),
                 (FrameKind::Kernel, &ANSI_KERNEL[..]),
-                (FrameKind::Interpreter, &ANSI_INTERPRETER[..]),
+                (FrameKind::Python, &ANSI_PYTHON[..]),
+                (FrameKind::Interpreter, &ANSI_USER[..]),
             ] {
                 assert!(family.contains(&ansi.frame_color(kind, name)), "{kind:?}");
             }
         }
-        for c in ANSI_INTERPRETER {
+        for c in ANSI_PYTHON {
             assert!(
                 !ANSI_USER.contains(&c) && !ANSI_KERNEL.contains(&c) && !STATE_ANSI.contains(&c)
             );

@@ -6,13 +6,17 @@ use std::time::Instant;
 use ratatui::buffer::Buffer;
 
 use super::state::{State, View};
-use super::views::{callers, chrome, flame, flat, stream, threads, timeline};
+use super::views::{self, callers, chrome, flame, flat, stream, threads, timeline};
 
 /// Draws every part of the screen into `buf` (whose area is the terminal).
 pub fn draw(state: &State, buf: &mut Buffer, now: Instant) {
     let r = state.regions();
     chrome::header(state, r.header, buf);
+    let diff = state.diff.is_some();
     match state.view {
+        View::Flat if diff => views::diff::flat(state, r.main, buf),
+        View::Callers if diff => views::diff::callers(state, r.main, buf),
+        View::Threads if diff => views::diff::threads(state, r.main, buf),
         View::Flat => flat::render(state, r.main, buf),
         View::Callers => callers::render(state, r.main, buf),
         View::Flame => flame::render(state, r.main, buf),

@@ -7,6 +7,7 @@ use std::time::Instant;
 use ratatui::layout::Rect;
 
 use hotspot_replay::metric::Metric;
+use hotspot_replay::model::Hide;
 use hotspot_replay::model::aggregate::FlatRow;
 use hotspot_replay::model::aggregate::Neighbours;
 use hotspot_replay::names::FunctionKey;
@@ -59,6 +60,8 @@ pub struct Options {
     pub links: Option<LinkBase>,
     /// `--symbols` directories: frames are named again from files found there.
     pub symbol_dirs: Vec<std::path::PathBuf>,
+    /// Start with the interpreter's own frames hidden (`--no-interpreter`; `P` toggles).
+    pub no_interpreter: bool,
 }
 
 /// Flat view order.
@@ -138,6 +141,14 @@ pub struct Frozen {
     pub until_ns: u64,
 }
 
+/// A selection kept inside a capture's span (`None`: the whole span).
+pub fn clamp_selection((a, b): (u64, u64), selection: Option<(u64, u64)>) -> (u64, u64) {
+    match selection {
+        Some((s, e)) => (s.max(a), e.min(b).max(s.max(a))),
+        None => (a, b),
+    }
+}
+
 /// Everything the views show and the keys change.
 #[derive(Debug)]
 pub struct State {
@@ -159,6 +170,8 @@ pub struct State {
     pub follow: Option<u64>,
     pub frozen: Option<Frozen>,
     pub no_kernel: bool,
+    /// The interpreter's own frames hidden where Python frames stand for them (`P`).
+    pub no_interpreter: bool,
     /// What the views weigh: CPU, off-CPU or wall-clock time.
     pub metric: Metric,
     pub timeline_by_thread: bool,
@@ -172,6 +185,8 @@ pub struct State {
     /// The file does not hold a whole file header yet (it may still be being written).
     pub no_header: bool,
     pub cache: Cache,
+    /// Diff mode: the base capture the views compare this one with.
+    pub diff: Option<crate::diff::Compare>,
 }
 
 /// Folds with the inputs they were computed from.
@@ -181,7 +196,7 @@ pub struct Cache {
     pub fold: Option<Fold>,
     /// Bumped per refold: what derived caches key on.
     pub fold_version: u64,
-    pub timeline_key: Option<(u64, BTreeSet<u32>, bool, Metric, u16)>,
+    pub timeline_key: Option<(u64, BTreeSet<u32>, Hide, Metric, u16)>,
     pub timeline: Timeline,
     pub lanes_key: Option<(u64, u16)>,
     /// Per-thread lanes of the threads view (captures with off-CPU data).
@@ -197,6 +212,7 @@ pub struct Cache {
 
 impl State {
     pub fn new(data: Data, opts: Options, size: Rect) -> State {
+        let no_interpreter = opts.no_interpreter;
         State {
             data,
             opts,
@@ -217,6 +233,7 @@ impl State {
             follow: None,
             frozen: None,
             no_kernel: false,
+            no_interpreter,
             metric: Metric::Cpu,
             timeline_by_thread: false,
             help: false,
@@ -225,6 +242,7 @@ impl State {
             finished: false,
             no_header: false,
             cache: Cache::default(),
+            diff: None,
         }
     }
 
@@ -260,10 +278,7 @@ impl State {
         if let Some(n) = self.follow {
             return Some((b.saturating_sub(n).max(a), b));
         }
-        Some(match self.selection {
-            Some((s, e)) => (s.max(a), e.min(b).max(s.max(a))),
-            None => (a, b),
-        })
+        Some(clamp_selection((a, b), self.selection))
     }
 
     /// The fold query of the current selection and filters.
@@ -274,6 +289,7 @@ impl State {
             to_ns,
             excluded: self.excluded(),
             no_kernel: self.no_kernel,
+            no_interpreter: self.no_interpreter,
             metric: self.metric,
         }
     }
@@ -334,7 +350,7 @@ impl State {
         let tl_key = (
             generation,
             q.excluded.clone(),
-            self.no_kernel,
+            q.hide(),
             self.metric,
             regions.timeline.width,
         );
@@ -342,7 +358,7 @@ impl State {
             let mut t = timeline(
                 &mut self.data,
                 &q.excluded,
-                self.no_kernel,
+                q.hide(),
                 self.metric,
                 usize::from(regions.timeline.width),
             );
@@ -367,6 +383,15 @@ impl State {
                 self.cache.lanes = lanes(&self.data, usize::from(width));
                 self.cache.lanes_key = Some(key);
             }
+        }
+        if self.diff.is_some() {
+            // The flat rows are the diff's changes, the callers/callees both captures'.
+            crate::diff::refresh(self);
+            let n = self.thread_rows().len();
+            self.threads
+                .pos
+                .clamp(n, usize::from(regions.list_height()));
+            return;
         }
         let rows_key = (version, self.flat.filter.clone(), self.flat.sort);
         if self.cache.rows_key.as_ref() != Some(&rows_key) {

@@ -56,6 +56,7 @@ fn view_label(bytes: &[u8], from: u64, to: u64) -> (String, u64) {
         palette: Palette::new(ColorMode::None),
         links: None,
         symbol_dirs: Vec::new(),
+        no_interpreter: false,
     };
     let capture = Capture::from_bytes(bytes).expect("capture");
     let size = Rect::new(0, 0, 160, 30);

@@ -56,6 +56,7 @@ fn query(data: &Data, ask: &Ask) -> Query {
         to_ns: at(ask.window.1) + data.buckets.width() - 1,
         excluded,
         no_kernel: ask.no_kernel,
+        no_interpreter: false,
         metric: ask.metric,
     }
 }

@@ -23,6 +23,7 @@ fn state(name: &str) -> State {
         palette: Palette::new(ColorMode::None),
         links: None,
         symbol_dirs: Vec::new(),
+        no_interpreter: false,
     };
     let mut s = State::new(Data::new(c), opts, Rect::new(0, 0, 120, 40));
     s.refresh();

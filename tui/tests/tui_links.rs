@@ -24,6 +24,7 @@ fn state(links: bool) -> State {
         palette: Palette::new(ColorMode::Ansi),
         links: None,
         symbol_dirs: Vec::new(),
+        no_interpreter: false,
     };
     let mut s = State::new(Data::new(c), opts, Rect::new(0, 0, 120, 30));
     s.finished = true;

@@ -233,6 +233,7 @@ fn state_of(off_cpu: bool, w: u16, h: u16) -> State {
         palette: Palette::new(ColorMode::Ansi),
         links: None,
         symbol_dirs: Vec::new(),
+        no_interpreter: false,
     };
     let mut s = State::new(Data::new(c), opts, Rect::new(0, 0, w, h));
     s.finished = true;
@@ -251,6 +252,7 @@ fn fixture(name: &str, w: u16, h: u16) -> State {
         palette: Palette::new(ColorMode::Ansi),
         links: None,
         symbol_dirs: Vec::new(),
+        no_interpreter: false,
     };
     let mut s = State::new(Data::new(c), opts, Rect::new(0, 0, w, h));
     s.finished = true;

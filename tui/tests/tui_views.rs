@@ -35,6 +35,7 @@ fn state(name: &str, w: u16, h: u16) -> State {
         palette: Palette::new(ColorMode::Ansi),
         links: None,
         symbol_dirs: Vec::new(),
+        no_interpreter: false,
     };
     let mut s = State::new(Data::new(c), opts, Rect::new(0, 0, w, h));
     s.finished = finished;
@@ -103,6 +104,35 @@ fn timeline_with_a_selection_and_the_stream() {
     assert!(out.contains("p2_leaf"), "{out}");
     assert!(
         !out.contains("p1_leaf") && !out.contains("p3_leaf"),
+        "{out}"
+    );
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn the_timeline_shows_marks() {
+    let mut c = capture("phased");
+    let (a, b) = c.time_range().expect("samples");
+    // One mark a third of the way in, one two thirds in.
+    for (k, text) in [(1, "deploy 4.2"), (2, "rollback")] {
+        c.marks.push(hotspot_format::Mark {
+            time_ns: a + (b - a) / 3 * k,
+            text: text.into(),
+        });
+    }
+    let opts = Options {
+        mode: Mode::Replay,
+        palette: Palette::new(ColorMode::Ansi),
+        links: None,
+        symbol_dirs: Vec::new(),
+        no_interpreter: false,
+    };
+    let mut s = State::new(Data::new(c), opts, Rect::new(0, 0, 110, 24));
+    s.finished = true;
+    s.refresh();
+    let out = screen(&mut s);
+    assert!(
+        out.contains("▼deploy 4.2") && out.contains("▼rollback"),
         "{out}"
     );
     insta::assert_snapshot!(out);

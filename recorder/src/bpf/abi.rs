@@ -36,3 +36,9 @@ pub const MAX_USER_FRAMES: usize = HS_MAX_USER_FRAMES as usize;
 pub const MAX_KERNEL_FRAMES: usize = HS_MAX_KERNEL_FRAMES as usize;
 /// Most stack bytes one sample can carry.
 pub const MAX_STACK: usize = HS_MAX_STACK as usize;
+/// Most Python frames one sample can carry.
+pub const MAX_PYTHON_FRAMES: usize = HS_MAX_PYTHON_FRAMES as usize;
+/// Size of [`HsPython`], the head of a sample's Python part.
+pub const PYTHON_HEADER_SIZE: usize = size_of::<HsPython>();
+/// Size of [`HsPythonFrame`], one Python frame of a sample.
+pub const PYTHON_FRAME_SIZE: usize = size_of::<HsPythonFrame>();

@@ -2,10 +2,15 @@
 //! `HOTSPOT_TEST_REFUSE=hs_sample_stack[,PROGRAM…]`. For tests only: it lets a host whose
 //! kernel loads everything show what a recording does on one that refuses a program (the
 //! fallbacks of `load.rs`, the one-line errors of an explicit request). It can only take
-//! features away, never add or change one.
+//! features away, never add or change one. [`PYTHON_WALK`] is not a program but the
+//! Python walk in every sampler: named, the sampler is refused while the walk is in it.
 
 /// The environment variable the loader reads.
 pub const VARIABLE: &str = "HOTSPOT_TEST_REFUSE";
+
+/// The name that refuses the samplers with the Python walk in them, as Debian 12's 6.1
+/// did with an earlier walk.
+pub const PYTHON_WALK: &str = "python_walk";
 
 /// The programs to refuse, as named in the variable.
 #[derive(Debug, Clone, Default)]

@@ -3,12 +3,13 @@
 //! kernel BTF), and its programs handed to the verifier. [`load`] says in [`Loaded`] which
 //! programs it loaded, and the sampler attaches those: a program that may fail on some
 //! kernels and be done without (or replaced, as frame pointers replace a refused stack
-//! copy when [`SamplerOptions::stack_fallback`] allows) is decided here, in one place.
+//! copy when [`SamplerOptions::stack_fallback`] allows, and samplers without the Python
+//! walk replace ones a kernel refuses with it) is decided here, in one place.
 
 use aya::{Ebpf, EbpfError, EbpfLoader};
 use hotspot_format::{FeatureOff, feature};
 
-use super::abi::MAX_STACK;
+use super::abi::{MAX_PYTHON_FRAMES, MAX_STACK};
 use super::btf_subset;
 use super::caps;
 use super::error::{BpfError, kernel_release};
@@ -20,6 +21,9 @@ use super::programs::{
 };
 use super::ring_size::max_record_bytes;
 use crate::live::kernel_names::BpfKernelSymbols;
+
+/// Python frames a sample carries unless told otherwise.
+pub const DEFAULT_PYTHON_FRAMES: u32 = 128;
 
 /// How to sample. Everything here is fixed once [`BpfSampler::load`](super::BpfSampler::load) returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +57,13 @@ pub struct SamplerOptions {
     /// `prev_state`), and the `sched_exit_tp` tracepoint (6.16) or kprobes for the stacks
     /// (see `recorder/src/bpf/off_cpu_attach.rs`).
     pub off_cpu: bool,
+    /// Most Python frames a sample of a Python process carries (1 to
+    /// `HS_MAX_PYTHON_FRAMES`); a deeper stack is cut, which the recorder marks. 0: no
+    /// Python walk (what the loader falls back to when the kernel refuses the samplers
+    /// with it, saying so in [`BpfSampler::features_off`]).
+    ///
+    /// [`BpfSampler::features_off`]: super::BpfSampler::features_off
+    pub python_frames: u32,
 }
 
 impl Default for SamplerOptions {
@@ -67,6 +78,7 @@ impl Default for SamplerOptions {
             stack_cap: MAX_STACK as u32,
             stack_fallback: false,
             off_cpu: false,
+            python_frames: DEFAULT_PYTHON_FRAMES,
         }
     }
 }
@@ -98,19 +110,49 @@ pub(super) struct Loaded {
 
 /// What frame-pointer stacks are called where a recording says what it went without.
 const FP_INSTEAD: &str = "frame-pointer stacks (--call-graph fp)";
+/// What a recording without the Python walk has of a Python process.
+const NATIVE_INSTEAD: &str = "native stacks";
 
-/// Loads the object and the programs `opts` ask for; when the kernel refuses a
-/// stack-copying program and `opts.stack_fallback` allows, the frame-pointer programs
-/// instead, with the refusal in [`Loaded::features_off`].
+/// Loads the object and the programs `opts` ask for. When the kernel refuses a sampler
+/// with the Python walk in it and takes it without, the samplers without; when it refuses
+/// a stack-copying program and `opts.stack_fallback` allows, the frame-pointer programs
+/// instead. Each with the refusal in [`Loaded::features_off`].
 pub(super) fn load(opts: &SamplerOptions) -> Result<Loaded, BpfError> {
-    match load_exactly(opts, &ForcedRefusals::from_env()) {
-        Err(Refusal::StackCopy(refused)) if opts.stack_fallback => {
+    load_with(opts, &ForcedRefusals::from_env())
+}
+
+fn load_with(opts: &SamplerOptions, forced: &ForcedRefusals) -> Result<Loaded, BpfError> {
+    let refusal = match load_exactly(opts, forced) {
+        Ok(loaded) => return Ok(loaded),
+        Err(refusal) => refusal,
+    };
+    // The Python walk goes first, whatever the program refused: it is in every sampler,
+    // and a kernel that takes them without it keeps everything else (Debian 12's 6.1
+    // refused them all with an earlier walk). Tried alone, so a refusal it does not cure
+    // leads to the other fallbacks with the walk kept.
+    if opts.python_frames > 0 && refusal.is_program() {
+        let without = SamplerOptions {
+            python_frames: 0,
+            stack_fallback: false,
+            ..opts.clone()
+        };
+        if let Ok(mut loaded) = load_exactly(&without, forced) {
+            loaded.features_off.push(FeatureOff {
+                feature: feature::PYTHON_FRAMES,
+                instead: NATIVE_INSTEAD.to_owned(),
+                reason: refusal.error().to_string(),
+            });
+            return Ok(loaded);
+        }
+    }
+    match refusal {
+        Refusal::StackCopy(refused) if opts.stack_fallback => {
             let fp = SamplerOptions {
                 stack_cap: 0,
                 stack_fallback: false,
                 ..opts.clone()
             };
-            let mut loaded = load(&fp)?;
+            let mut loaded = load_with(&fp, forced)?;
             loaded.features_off.push(FeatureOff {
                 feature: feature::CFI_UNWINDING,
                 instead: FP_INSTEAD.to_owned(),
@@ -119,14 +161,13 @@ pub(super) fn load(opts: &SamplerOptions) -> Result<Loaded, BpfError> {
             Ok(loaded)
         }
         // Asked for explicitly: say what records without it.
-        Err(Refusal::StackCopy(BpfError::ProgramLoad { program, reason })) => {
+        Refusal::StackCopy(BpfError::ProgramLoad { program, reason }) => {
             Err(BpfError::ProgramLoad {
                 program,
                 reason: format!("{reason} (--call-graph fp records without the stack copy)"),
             })
         }
-        Err(Refusal::StackCopy(e) | Refusal::Other(e)) => Err(e),
-        Ok(loaded) => Ok(loaded),
+        Refusal::StackCopy(e) | Refusal::Other(e) => Err(e),
     }
 }
 
@@ -140,6 +181,23 @@ enum Refusal {
 impl From<BpfError> for Refusal {
     fn from(e: BpfError) -> Self {
         Refusal::Other(e)
+    }
+}
+
+impl Refusal {
+    fn error(&self) -> &BpfError {
+        match self {
+            Refusal::StackCopy(e) | Refusal::Other(e) => e,
+        }
+    }
+
+    /// The kernel (or the test switch) refused a program, rather than the object, the
+    /// options or the privileges.
+    fn is_program(&self) -> bool {
+        matches!(
+            self.error(),
+            BpfError::ProgramLoad { .. } | BpfError::StackCopyUnsupported { .. }
+        )
     }
 }
 
@@ -186,6 +244,7 @@ fn load_exactly(opts: &SamplerOptions, forced: &ForcedRefusals) -> Result<Loaded
         follow_children: &follow_children,
         self_tgid: &opts.self_tgid,
         stack_cap: &opts.stack_cap,
+        python_frames: &opts.python_frames,
         off_cpu: &off_cpu,
         period_ns: &period_ns,
         ring_bytes: opts.ring_bytes,
@@ -230,12 +289,25 @@ fn load_exactly(opts: &SamplerOptions, forced: &ForcedRefusals) -> Result<Loaded
     // aya does not fail the object's load on a CO-RE field it cannot find: it
     // poisons the instruction, and the verifier then refuses the program. A subset
     // that lacks a field the programs read is such a case: parse the whole BTF.
-    let mut loaded = load_programs(&mut ebpf, sample_program, off_cpu_program, forced);
+    let python_walk = opts.python_frames > 0;
+    let mut loaded = load_programs(
+        &mut ebpf,
+        sample_program,
+        off_cpu_program,
+        python_walk,
+        forced,
+    );
     let mut btf_subset = btf_subset;
     if btf_subset && matches!(&loaded, Err(f) if f.poisoned_relocation()) {
         ebpf = load_object(&mut EbpfLoader::new(), &globals).map_err(load_error)?;
         btf_subset = false;
-        loaded = load_programs(&mut ebpf, sample_program, off_cpu_program, forced);
+        loaded = load_programs(
+            &mut ebpf,
+            sample_program,
+            off_cpu_program,
+            python_walk,
+            forced,
+        );
     }
     if let Err(failure) = loaded {
         let copies = matches!(
@@ -269,6 +341,7 @@ struct Globals<'a> {
     follow_children: &'a u8,
     self_tgid: &'a u32,
     stack_cap: &'a u32,
+    python_frames: &'a u32,
     off_cpu: &'a u8,
     period_ns: &'a u64,
     ring_bytes: u32,
@@ -283,6 +356,7 @@ fn load_object<'a>(loader: &mut EbpfLoader<'a>, g: &Globals<'a>) -> Result<Ebpf,
         .override_global("follow_children", g.follow_children, true)
         .override_global("self_tgid", g.self_tgid, true)
         .override_global("stack_cap", g.stack_cap, true)
+        .override_global("python_frames", g.python_frames, true)
         .override_global("off_cpu", g.off_cpu, true)
         .override_global("period_ns", g.period_ns, true)
         .map_max_entries("events", g.ring_bytes)
@@ -300,6 +374,12 @@ pub(super) fn validate(opts: &SamplerOptions) -> Result<(), BpfError> {
         return Err(BpfError::InvalidOptions(format!(
             "ring_bytes {} must be a power of two of at least the page size ({page})",
             opts.ring_bytes
+        )));
+    }
+    if opts.python_frames as usize > MAX_PYTHON_FRAMES {
+        return Err(BpfError::InvalidOptions(format!(
+            "python_frames {} must be 0 (no Python walk) to {MAX_PYTHON_FRAMES}",
+            opts.python_frames
         )));
     }
     if opts.freq_hz == 0 {

@@ -22,7 +22,7 @@ mod time_order;
 pub use decode::{DecodeError, parse_event};
 pub use error::BpfError;
 pub use forced_refusal::VARIABLE as TEST_REFUSE_VARIABLE;
-pub use load::SamplerOptions;
+pub use load::{DEFAULT_PYTHON_FRAMES, SamplerOptions};
 pub use off_cpu::ProgramStats;
 pub use ring_size::ring_bytes_for;
 pub use sampler::BpfSampler;

@@ -196,13 +196,18 @@ impl LoadFailure {
 /// Loads the sampling program, the fork/exec/exit programs and, with `off_cpu`
 /// (`--off-cpu`: where its sampler attaches, and which program that is), the switch
 /// programs into the kernel.
-/// A program `forced` names is refused before the kernel sees it.
+/// A program `forced` names is refused before the kernel sees it, and so is the sampling
+/// program with the Python walk in it (`python_walk`) when `forced` names the walk.
 pub(super) fn load_programs(
     ebpf: &mut Ebpf,
     sample_program: &'static str,
     off_cpu: Option<(OffCpuAttach, &'static str)>,
+    python_walk: bool,
     forced: &ForcedRefusals,
 ) -> Result<(), LoadFailure> {
+    if python_walk && forced.refuses(forced_refusal::PYTHON_WALK) {
+        return Err(LoadFailure::Forced(sample_program));
+    }
     let switch = off_cpu.map(|_| SWITCH_PROGRAM.0);
     let every = [sample_program]
         .into_iter()

@@ -39,6 +39,8 @@ pub struct BpfSampler {
     ebpf: Ebpf,
     events: RingBuf<MapData>,
     targets: HashMap<MapData, u32, u8>,
+    /// The processes whose Python frames are walked (`hs_python_proc` by tgid).
+    python_procs: HashMap<MapData, u32, [u8; 48]>,
     lost: PerCpuArray<MapData, u64>,
     epoll: OwnedFd,
     freq_hz: u64,
@@ -96,6 +98,8 @@ impl BpfSampler {
             .map_err(|e| map_error("events", "open", &e))?;
         let targets = HashMap::try_from(take_map(&mut ebpf, "targets")?)
             .map_err(|e| map_error("targets", "open", &e))?;
+        let python_procs = HashMap::try_from(take_map(&mut ebpf, "python_procs")?)
+            .map_err(|e| map_error("python_procs", "open", &e))?;
         let lost = PerCpuArray::try_from(take_map(&mut ebpf, "lost")?)
             .map_err(|e| map_error("lost", "open", &e))?;
         let epoll = epoll_for(&events).map_err(BpfError::Poll)?;
@@ -108,6 +112,7 @@ impl BpfSampler {
             ebpf,
             events,
             targets,
+            python_procs,
             lost,
             epoll,
             freq_hz: opts.freq_hz,
@@ -294,6 +299,21 @@ impl BpfSampler {
         }
     }
 
+    /// Walks `tgid`'s Python frames as `entry` says (an `hs_python_proc`), or no longer.
+    pub fn walk_python(&mut self, tgid: u32, entry: Option<&[u8; 48]>) -> Result<(), BpfError> {
+        let result = match entry {
+            Some(e) => self.python_procs.insert(tgid, *e, 0),
+            None => self.python_procs.remove(&tgid),
+        };
+        match result {
+            Ok(()) | Err(MapError::KeyNotFound) => Ok(()),
+            Err(MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::ENOENT) => {
+                Ok(())
+            }
+            Err(e) => Err(map_error("python_procs", &format!("update {tgid}"), &e)),
+        }
+    }
+
     /// Names kernel addresses through the kernel itself, for the recorder to keep (it
     /// holds its own descriptors). `None` once taken, or where the kernel cannot do it.
     pub fn take_kernel_symbols(&mut self) -> Option<BpfKernelSymbols> {
@@ -446,6 +466,10 @@ impl EventSource for BpfSampler {
 
     fn lost_mapping_events(&mut self) -> u64 {
         self.mapping_events.as_ref().map_or(0, MappingEvents::lost)
+    }
+
+    fn walk_python(&mut self, pid: u32, entry: Option<&[u8; 48]>) -> Result<(), RecorderError> {
+        Ok(BpfSampler::walk_python(self, pid, entry)?)
     }
 
     fn lost_per_cpu(&mut self) -> Result<Vec<u64>, RecorderError> {

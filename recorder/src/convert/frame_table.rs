@@ -14,6 +14,8 @@ use crate::sink::Sink;
 pub struct FrameTable {
     frames: HashMap<(ModuleId, FrameAddr), FrameId>,
     stacks: HashMap<Vec<FrameId>, StackId>,
+    /// Frames given an id so far (forgotten ones too: ids are never given twice).
+    next_frame: FrameId,
 }
 
 impl FrameTable {
@@ -24,12 +26,13 @@ impl FrameTable {
         addr: FrameAddr,
         sink: &mut impl Sink,
     ) -> Result<(FrameId, bool), FormatError> {
-        let next = self.frames.len() as FrameId;
+        let next = self.next_frame;
         match self.frames.entry((module, addr)) {
             std::collections::hash_map::Entry::Occupied(e) => Ok((*e.get(), false)),
             std::collections::hash_map::Entry::Vacant(e) => {
                 let addr = e.key().1.clone();
                 e.insert(next);
+                self.next_frame += 1;
                 sink.push(Record::Frame(Frame {
                     id: next,
                     module,
@@ -58,8 +61,15 @@ impl FrameTable {
         Ok(id)
     }
 
+    /// Forgets the frames of `module` (retired: no address will be looked up in it
+    /// again); their ids stay valid in the capture.
+    pub fn forget_module(&mut self, module: ModuleId) {
+        self.frames.retain(|(m, _), _| *m != module);
+    }
+
+    /// Frames written over the recording.
     pub fn frame_count(&self) -> usize {
-        self.frames.len()
+        self.next_frame as usize
     }
 
     pub fn stack_count(&self) -> usize {
@@ -95,5 +105,19 @@ mod tests {
         assert_ne!(s1, s3);
         let written = sink.records.len();
         assert_eq!(written, 2 + 2, "two frames and two stacks");
+    }
+
+    #[test]
+    fn frames_of_a_forgotten_module_are_new_again_under_new_ids() {
+        let mut t = FrameTable::default();
+        let mut sink = VecSink::default();
+        let addr = FrameAddr::FileOffset(0x10);
+        let (a, _) = t.frame(3, addr.clone(), &mut sink).expect("ok");
+        let (b, _) = t.frame(4, addr.clone(), &mut sink).expect("ok");
+        t.forget_module(3);
+        let (c, new) = t.frame(5, addr.clone(), &mut sink).expect("ok");
+        assert!(new && c != a && c != b, "an id is never given twice");
+        assert_eq!(t.frame(4, addr, &mut sink).expect("ok"), (b, false));
+        assert_eq!(t.frame_count(), 3);
     }
 }

@@ -133,6 +133,11 @@ impl MappingTable {
         self.entry(pid, host)
     }
 
+    /// The mappings known of `pid` (none when it is not known).
+    pub fn maps_of(&self, pid: u32) -> &[Mapping] {
+        self.spaces.get(&pid).map_or(&[], |e| &e.maps)
+    }
+
     /// Index of the mapping of `pid` holding `addr` in a sample taken at `sample_ns`.
     /// A miss asks the host again where that can explain it: maps it gave (a library
     /// mapped between its answer and the first events), or any maps once mapping events
@@ -256,10 +261,15 @@ impl MappingTable {
         self.spaces.insert(child, c);
     }
 
-    /// A traced process exited: no sample of it is left to read (events arrive in time
-    /// order), so its mappings go.
+    /// A traced process exited a while ago (see `convert::departures`): no sample of it
+    /// is left to read, so its mappings go.
     pub fn exit(&mut self, pid: u32) {
         self.spaces.remove(&pid);
+    }
+
+    /// Processes whose mappings are held.
+    pub fn space_count(&self) -> usize {
+        self.spaces.len()
     }
 
     /// Mapping events were lost: from now on a miss may ask the host for any process.

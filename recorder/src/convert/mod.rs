@@ -4,11 +4,13 @@
 //! It knows nothing of where events come from (no BPF) nor of the machine beyond what
 //! its [`Host`] answers (no `/proc`): a source and a host are all a new way in needs.
 
+pub(crate) mod departures;
 pub(crate) mod frame_table;
 pub(crate) mod mapping_table;
 pub(crate) mod module_table;
 pub(crate) mod normalizer;
 pub(crate) mod process_table;
+pub(crate) mod python;
 mod symbols;
 pub(crate) mod user_stack;
 
@@ -19,7 +21,7 @@ use std::sync::Arc;
 
 use hotspot_format::{
     FeatureOff, FrameId, Lost, LostMappings, LostOffCpu, OffCpu, OffCpuSample, ProcessExit, Record,
-    Sample, ThreadState, UnwindMethod, Unwinding, Writer,
+    Sample, ThreadState, UnwindMethod, Unwinding, Writer, feature,
 };
 use hotspot_unwind::{CopyEnd, Regs, StackCopy};
 
@@ -30,9 +32,11 @@ use crate::event::{
 use crate::host::Host;
 use crate::sink::VecSink;
 use crate::symbol_worker::SymbolWorker;
+use departures::Departures;
 use mapping_table::MappingTable;
 use normalizer::{Normalizer, Sampled, UserPart};
 use process_table::ProcessTable;
+use python::Pythons;
 use user_stack::UserSample;
 
 /// What the core is told besides its events.
@@ -68,6 +72,14 @@ impl Default for ConvertConfig {
     }
 }
 
+/// Why the source walks no Python frames, if the recording goes without them.
+fn python_walk_off(features_off: &[FeatureOff]) -> Option<String> {
+    features_off
+        .iter()
+        .find(|f| f.feature == feature::PYTHON_FRAMES)
+        .map(|f| format!("python-frames is off: {}", f.reason))
+}
+
 /// Running totals.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -93,6 +105,34 @@ pub struct Totals {
     pub kernel_names_missing: bool,
     /// Bytes written.
     pub bytes: u64,
+    /// The most the recorder held per process at once (each count's own peak).
+    pub held_peak: Held,
+}
+
+/// How often (in event time, at most) the files of exited processes are let go of.
+const FILES_RELEASE_NS: u64 = 5_000_000_000;
+
+/// What the recorder holds per process now (see [`Converter::held`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    pub processes: usize,
+    pub threads: usize,
+    pub spaces: usize,
+    pub departed: usize,
+    pub modules: usize,
+}
+
+impl Held {
+    /// Each count's larger value.
+    fn max(self, o: Held) -> Held {
+        Held {
+            processes: self.processes.max(o.processes),
+            threads: self.threads.max(o.threads),
+            spaces: self.spaces.max(o.spaces),
+            departed: self.departed.max(o.departed),
+            modules: self.modules.max(o.modules),
+        }
+    }
 }
 
 /// The core before its capture exists: what takes time to set up (the symbol worker),
@@ -110,6 +150,8 @@ pub struct Core {
     /// Commands the recorder started, and when it saw their exec done (see
     /// `Traced::before_exec`).
     before_exec: HashMap<u32, u64>,
+    /// The Python processes among the traced ones.
+    pythons: Pythons,
 }
 
 impl Core {
@@ -140,6 +182,7 @@ impl Core {
                 source,
             }
         })?;
+        let pythons = Pythons::new(python_walk_off(&cfg.features_off));
         Ok(Core {
             cfg,
             host,
@@ -149,6 +192,7 @@ impl Core {
             worker,
             pending,
             before_exec: HashMap::new(),
+            pythons,
         })
     }
 
@@ -161,6 +205,19 @@ impl Core {
             self.pending.push(Record::Process(p));
         }
         self.maps.snapshot(pid, &mut *self.host);
+        // A Python command is registered before its first samples: a short one may be
+        // gone before its first samples are drained.
+        let mut sink = VecSink::default();
+        let start = self.procs.start_ns(pid);
+        // A VecSink cannot fail.
+        let _ = self.pythons.consider(
+            pid,
+            start,
+            self.maps.maps_of(pid),
+            &mut *self.host,
+            &mut sink,
+        );
+        self.pending.append(&mut sink.records);
     }
 
     /// [`Core::track`] for a command the recorder started, called once its exec is done:
@@ -238,8 +295,9 @@ pub struct Converter<W: Write> {
     core: Core,
     writer: Writer<W>,
     traced: Traced,
-    /// Scratch for one sample's frames.
+    /// Scratch for one sample's frames, and for them with Python frames merged in.
     frames: Vec<FrameId>,
+    merged: Vec<FrameId>,
     counts: Counts,
     /// Samples lost per CPU as last told, to write only what is new.
     lost_seen: Vec<u64>,
@@ -248,6 +306,16 @@ pub struct Converter<W: Write> {
     /// Threads whose times were written accounted to the end (exits written after
     /// accounting stopped): the live threads at the end skip them.
     closed_at_end: HashSet<u32>,
+    /// Exited processes, forgotten a grace period after their exit: what the recorder
+    /// holds stays bounded by the processes alive (and those that just left), however
+    /// many come and go.
+    departures: Departures,
+    /// Scratch for the pids due to be forgotten.
+    due: Vec<u32>,
+    /// The peak of [`Converter::held`], each count on its own.
+    held_peak: Held,
+    /// Event time of the last release of files no process maps any more.
+    files_released_ns: u64,
 }
 
 impl<W: Write> Converter<W> {
@@ -268,15 +336,27 @@ impl<W: Write> Converter<W> {
             writer,
             traced,
             frames: Vec::new(),
+            merged: Vec::new(),
             counts: Counts::default(),
             lost_seen: Vec::new(),
             accounting_end: None,
             closed_at_end: HashSet::new(),
+            departures: Departures::default(),
+            due: Vec::new(),
+            held_peak: Held::default(),
+            files_released_ns: 0,
         })
     }
 
     /// Handles one event.
     pub fn handle(&mut self, ev: Event) -> Result<(), RecorderError> {
+        self.forget_departed(ev.time_ns());
+        let r = self.dispatch(ev);
+        self.held_peak = self.held_peak.max(self.held());
+        r
+    }
+
+    fn dispatch(&mut self, ev: Event) -> Result<(), RecorderError> {
         match ev {
             Event::Sample(s) => self.handle_sample(&s),
             Event::OffCpu(o) => self.handle_off_cpu(&o),
@@ -332,6 +412,7 @@ impl<W: Write> Converter<W> {
             procs,
             maps,
             norm,
+            pythons,
             ..
         } = &mut self.core;
         let host = &mut **host;
@@ -339,7 +420,10 @@ impl<W: Write> Converter<W> {
         let comm = comm_str(&s.comm);
         let (_, new_proc) = procs.ensure(s.pid, &comm, s.time_ns, host);
         if let Some(p) = new_proc {
+            let start = p.start_ns;
             writer.push(Record::Process(p))?;
+            maps.snapshot(s.pid, host);
+            pythons.consider(s.pid, start, maps.maps_of(s.pid), host, writer)?;
         }
         if let Some(t) = procs.thread_seen(s.tid, s.pid, &comm, s.time_ns) {
             writer.push(Record::Thread(t))?;
@@ -354,9 +438,30 @@ impl<W: Write> Converter<W> {
             time_ns: s.time_ns,
             kernel,
             user: user_part(s),
+            eval_loop: if s.python.is_some() {
+                pythons.eval_loop(s.pid)
+            } else {
+                &[]
+            },
         };
         norm.stack(sampled, maps, host, writer, &mut self.frames)?;
-        let stack = norm.stack_id(&self.frames, writer)?;
+        let stack = match &s.python {
+            Some(py) => {
+                let eval = norm.eval_positions().to_vec();
+                pythons.merge(
+                    s.pid,
+                    py,
+                    &self.frames,
+                    &eval,
+                    host,
+                    norm,
+                    writer,
+                    &mut self.merged,
+                )?;
+                norm.stack_id(&self.merged, writer)?
+            }
+            None => norm.stack_id(&self.frames, writer)?,
+        };
         let sample = Sample {
             time_ns: s.time_ns,
             tid: s.tid,
@@ -423,6 +528,11 @@ impl<W: Write> Converter<W> {
 
     /// A traced process forked: the child is traced and inherits its mappings.
     pub fn handle_fork(&mut self, time_ns: u64, parent: u32, child: u32) {
+        // A pid reused while its last process waits to be forgotten: that one's events
+        // all came before this fork (it was reaped before its pid could be given again).
+        if self.departures.reused(child) {
+            self.forget(child);
+        }
         self.traced.live.insert(child);
         self.traced.known.insert(child);
         self.core
@@ -436,12 +546,24 @@ impl<W: Write> Converter<W> {
         let core = &mut self.core;
         if let Some(rec) = core.procs.exec(pid, comm, time_ns, &mut *core.host) {
             self.writer.push(Record::Process(rec))?;
+            // The new image is looked at when it is known (the exec's own new-image
+            // event and the mappings that follow).
+            let start = core.procs.start_ns(pid);
+            core.pythons.consider(
+                pid,
+                start,
+                core.maps.maps_of(pid),
+                &mut *core.host,
+                &mut self.writer,
+            )?;
         }
         Ok(())
     }
 
     pub fn handle_exit(&mut self, time_ns: u64, pid: u32) -> Result<(), RecorderError> {
-        self.core.maps.exit(pid);
+        self.core.pythons.forget(pid, &mut self.writer)?;
+        // Its entry, threads and mappings stay a little longer, for its last samples.
+        self.departures.exited(pid, time_ns);
         self.traced.live.remove(&pid);
         self.traced.known.remove(&pid);
         self.writer
@@ -449,11 +571,57 @@ impl<W: Write> Converter<W> {
         Ok(())
     }
 
+    /// Forgets the processes that exited a grace period before `now_ns`.
+    fn forget_departed(&mut self, now_ns: u64) {
+        let mut due = std::mem::take(&mut self.due);
+        self.departures.due(now_ns, &mut due);
+        let forgot = !due.is_empty();
+        for pid in due.drain(..) {
+            self.forget(pid);
+        }
+        self.due = due;
+        // Files are let go of in a sweep over them all, so not at every exit.
+        if forgot && now_ns.saturating_sub(self.files_released_ns) >= FILES_RELEASE_NS {
+            self.files_released_ns = now_ns;
+            self.core.norm.release_unmapped_files();
+        }
+    }
+
+    /// Drops what the recorder holds of exited process `pid`: its entry and threads, its
+    /// mappings, its own modules.
+    fn forget(&mut self, pid: u32) {
+        let core = &mut self.core;
+        core.procs.forget(pid);
+        core.maps.exit(pid);
+        core.norm.forget_process(pid);
+    }
+
+    /// What the recorder holds per process, to see that it stays bounded: processes,
+    /// threads, mapping spaces, processes waiting to be forgotten.
+    pub fn held(&self) -> Held {
+        Held {
+            processes: self.core.procs.process_count(),
+            threads: self.core.procs.thread_count(),
+            spaces: self.core.maps.space_count(),
+            departed: self.departures.len(),
+            modules: self.core.norm.module_count(),
+        }
+    }
+
     /// Mapping events come for every process on the machine: only traced ones count.
     pub fn handle_mmap(&mut self, time_ns: u64, pid: u32, mapping: Mapping) {
         if self.traced.has(pid) {
             let core = &mut self.core;
+            let matters = core.pythons.maps_matter(pid, &mapping);
             core.maps.mmap(pid, mapping, time_ns, &mut *core.host);
+            if matters {
+                let start = core.procs.start_ns(pid);
+                let maps = core.maps.maps_of(pid);
+                // A failed write is the writer's to report at its next record.
+                let _ = core
+                    .pythons
+                    .consider(pid, start, maps, &mut *core.host, &mut self.writer);
+            }
         }
     }
 
@@ -462,6 +630,8 @@ impl<W: Write> Converter<W> {
         self.traced.exec(pid);
         if self.traced.has(pid) {
             self.core.maps.exec(pid, time_ns);
+            // The old image's interpreter, if any, is gone.
+            let _ = self.core.pythons.exec(pid, time_ns, &mut self.writer);
         }
     }
 
@@ -511,6 +681,30 @@ impl<W: Write> Converter<W> {
         Ok(())
     }
 
+    /// What the source is to walk as Python from now on (`Some`: the process's
+    /// `hs_python_proc`) or no longer (`None`), since the last call.
+    pub fn take_python_registrations(&mut self) -> Vec<(u32, Option<[u8; 48]>)> {
+        self.core.pythons.take_registrations()
+    }
+
+    /// Decides the processes that map a file named like Python and were not decided yet,
+    /// from the host's mappings now (see `Pythons::recheck`); true while some still wait.
+    pub fn recheck_pythons(&mut self) -> Result<bool, RecorderError> {
+        let core = &mut self.core;
+        if !core.pythons.undecided() {
+            return Ok(false);
+        }
+        let procs = &core.procs;
+        core.pythons
+            .recheck(|pid| procs.start_ns(pid), &mut *core.host, &mut self.writer)?;
+        Ok(core.pythons.undecided())
+    }
+
+    /// Whether [`Converter::take_python_registrations`] has something.
+    pub fn python_registrations_pending(&self) -> bool {
+        self.core.pythons.registrations_pending()
+    }
+
     /// Sends new frames to the symboliser and writes the names that are ready.
     pub fn exchange_symbols(&mut self) -> Result<(), RecorderError> {
         let batch = self.core.norm.take_symbol_requests();
@@ -519,6 +713,15 @@ impl<W: Write> Converter<W> {
     }
 
     /// Ends the current block: what was written so far is on disk.
+    /// Writes the marks dropped for this recording since the last look (`hotspot mark`,
+    /// through the host).
+    pub fn take_marks(&mut self) -> Result<(), RecorderError> {
+        for m in self.core.host.take_marks() {
+            self.writer.push(Record::Mark(m))?;
+        }
+        Ok(())
+    }
+
     pub fn flush_block(&mut self) -> Result<(), RecorderError> {
         self.writer.flush_block()?;
         Ok(())
@@ -551,6 +754,7 @@ impl<W: Write> Converter<W> {
             core,
             mut writer,
             counts,
+            held_peak,
             ..
         } = self;
         let Core {
@@ -558,17 +762,20 @@ impl<W: Write> Converter<W> {
             procs,
             norm,
             worker,
+            mut pythons,
             ..
         } = core;
+        pythons.finish(&mut writer)?;
         symbols::push(worker.finish(), &mut writer)?;
         let totals = Totals {
             counts,
-            processes: procs.process_count(),
-            threads: procs.thread_count(),
+            processes: procs.processes_seen(),
+            threads: procs.threads_seen(),
             stacks: norm.stack_count(),
             frames: norm.frame_count(),
             kernel_names_missing: host.kernel_names_missing(),
             bytes: writer.bytes_written(),
+            held_peak,
         };
         let out = writer.finish(host.wall_ns(), host.now_ns(), counts.lost)?;
         Ok((totals, out))

@@ -70,6 +70,9 @@ pub struct Normalizer {
     markers: Option<ModuleId>,
     marker_frames: HashMap<Reason, FrameId>,
     scratch: Vec<Frame>,
+    /// Where in the last [`Normalizer::stack`]'s output the user frames in
+    /// [`Sampled::eval_loop`] are (the Python merge replaces them).
+    eval_positions: Vec<usize>,
 }
 
 impl Normalizer {
@@ -144,7 +147,13 @@ impl Normalizer {
         sink: &mut impl Sink,
         out: &mut Vec<FrameId>,
     ) -> Result<(), FormatError> {
-        let mut cx = Context { maps, host, sink };
+        let mut cx = Context {
+            maps,
+            host,
+            sink,
+            eval_loop: sample.eval_loop,
+        };
+        self.eval_positions.clear();
         for &addr in sample.kernel {
             if addr >= KERNEL_START {
                 out.push(self.kernel_frame(addr, &mut cx)?);
@@ -180,7 +189,7 @@ impl Normalizer {
             } else {
                 f.addr.wrapping_sub(1)
             };
-            match self.user_frame(sample.pid, lookup, sample.time_ns, cx) {
+            match self.user_frame(sample.pid, lookup, sample.time_ns, cx, out.len()) {
                 Ok(id) => out.push(id),
                 Err(e) => {
                     result = Err(e);
@@ -242,12 +251,80 @@ impl Normalizer {
             // Return addresses point after the call; step back into the call instruction
             // so the frame (and its line) is the call site. The leaf is the interrupted PC.
             let lookup = if i == 0 { addr } else { addr - 1 };
-            out.push(self.user_frame(pid, lookup, now_ns, cx)?);
+            let at = out.len();
+            out.push(self.user_frame(pid, lookup, now_ns, cx, at)?);
         }
         Ok(())
     }
 
+    /// Where the last stack's eval-loop frames are in its output (see [`Sampled::eval_loop`]).
+    pub fn eval_positions(&self) -> &[usize] {
+        &self.eval_positions
+    }
+
+    /// Interns a frame named by the recorder itself (not by the symbol worker): `key`
+    /// tells the frames of `module` apart, the `Symbol` written with it names it.
+    pub fn named_frame(
+        &mut self,
+        module: ModuleId,
+        key: u64,
+        function: &str,
+        loc: Option<(&str, u32)>,
+        sink: &mut impl Sink,
+    ) -> Result<FrameId, FormatError> {
+        let (frame, new) = self
+            .frames
+            .frame(module, FrameAddr::FileOffset(key), sink)?;
+        if new {
+            let function = sink.intern(function);
+            let loc = match loc {
+                Some((file, line)) => SourceLoc {
+                    file: Some(sink.intern(file)),
+                    line,
+                },
+                None => SourceLoc::default(),
+            };
+            sink.push(Record::Symbol(Symbol {
+                frame,
+                function,
+                loc,
+                inlined: Vec::new(),
+            }))?;
+        }
+        Ok(frame)
+    }
+
+    /// Interns a module of the recorder's own (no file: `[python]`), writing it the first
+    /// time; the bool says it is new.
+    pub fn own_module(
+        &mut self,
+        path: &str,
+        sink: &mut impl Sink,
+    ) -> Result<(ModuleId, bool), FormatError> {
+        let (id, new) = self.modules.intern(ModuleKind::Elf, path, &[], None, None);
+        if new {
+            self.write_module(id, sink)?;
+        }
+        Ok((id, new))
+    }
+
+    /// A user frame's id; at `at` in the output, noted when it is in the eval loop.
     fn user_frame<S: Sink>(
+        &mut self,
+        pid: u32,
+        addr: u64,
+        now_ns: u64,
+        cx: &mut Context<'_, S>,
+        at: usize,
+    ) -> Result<FrameId, FormatError> {
+        let id = self.user_frame_id(pid, addr, now_ns, cx)?;
+        if cx.eval_loop.iter().any(|r| r.contains(&addr)) {
+            self.eval_positions.push(at);
+        }
+        Ok(id)
+    }
+
+    fn user_frame_id<S: Sink>(
         &mut self,
         pid: u32,
         addr: u64,
@@ -342,6 +419,32 @@ impl Normalizer {
     }
 
     /// Anonymous executable memory of `pid`: one module per process, offsets are addresses.
+    /// Process `pid` is gone: its own module (JIT code, `[jit:PID]`) goes, with its
+    /// frames; a process later under the same pid has a module of its own (its code is
+    /// not the old one's).
+    pub fn forget_process(&mut self, pid: u32) {
+        if let Some(id) = self
+            .modules
+            .retire(ModuleKind::Jit, &format!("[jit:{pid}]"))
+        {
+            self.frames.forget_module(id);
+        }
+    }
+
+    /// Lets go of the ELF files that no process the recorder still knows maps (a file is
+    /// held by its cache entry, its module and each mapping of it): on a box that builds
+    /// and runs new programs all day, each one's file would stay otherwise.
+    pub fn release_unmapped_files(&mut self) {
+        // The cache and the module: nothing else holds it.
+        self.files.release_unheld(1);
+        self.modules.release_unheld_files();
+    }
+
+    /// Modules held (a process's own ones only while it lives).
+    pub fn module_count(&self) -> usize {
+        self.modules.len()
+    }
+
     fn jit_module(&mut self, pid: u32, sink: &mut impl Sink) -> Result<ModuleId, FormatError> {
         let (id, new) = self.modules.intern(
             ModuleKind::Jit,
@@ -423,6 +526,9 @@ pub struct Sampled<'a> {
     /// Kernel frames, leaf first.
     pub kernel: &'a [u64],
     pub user: UserPart<'a>,
+    /// The process's eval-loop code (a Python interpreter's, hot and cold parts, as
+    /// process addresses): which user frames [`Normalizer::eval_positions`] reports.
+    pub eval_loop: &'a [std::ops::Range<u64>],
 }
 
 /// What one call of [`Normalizer::stack`] works with besides its own tables.
@@ -430,4 +536,5 @@ struct Context<'a, S> {
     maps: &'a mut MappingTable,
     host: &'a mut dyn Host,
     sink: &'a mut S,
+    eval_loop: &'a [std::ops::Range<u64>],
 }

@@ -13,6 +13,10 @@ use crate::host::Host;
 pub struct ProcessEntry {
     /// Monotonic ns when the host was asked about it (and it was written to the capture).
     pub info_read_ns: u64,
+    /// The `start_ns` of its `Process` record: which version of the process it is.
+    pub start_ns: u64,
+    /// Its threads seen so far, to forget with it.
+    tids: Vec<u32>,
 }
 
 /// What the recorder knows of a thread: enough to notice a rename, or its tid reused by
@@ -28,6 +32,9 @@ struct ThreadEntry {
 pub struct ProcessTable {
     procs: HashMap<u32, ProcessEntry>,
     threads: HashMap<u32, ThreadEntry>,
+    /// Processes and threads seen over the recording, forgotten ones included.
+    seen_processes: usize,
+    seen_threads: usize,
 }
 
 impl ProcessTable {
@@ -41,10 +48,14 @@ impl ProcessTable {
         host: &mut dyn Host,
     ) -> (&mut ProcessEntry, Option<Process>) {
         let mut new = None;
+        let seen = &mut self.seen_processes;
         let entry = self.procs.entry(pid).or_insert_with(|| {
+            *seen += 1;
             new = Some(process(host, pid, comm, now_ns));
             ProcessEntry {
                 info_read_ns: host.now_ns(),
+                start_ns: now_ns,
+                tids: Vec::new(),
             }
         });
         (entry, new)
@@ -68,9 +79,30 @@ impl ProcessTable {
         {
             return None;
         }
-        self.procs.remove(&pid);
-        let (_, rec) = self.ensure(pid, comm, now_ns, host);
+        // The threads stay: an exec keeps the process's threads' ids (the others are
+        // gone, and forgotten with the process).
+        let old = self.procs.remove(&pid);
+        if old.is_some() {
+            // The same process, under a new image: not one more.
+            self.seen_processes -= 1;
+        }
+        let (entry, rec) = self.ensure(pid, comm, now_ns, host);
+        entry.tids = old.map(|e| e.tids).unwrap_or_default();
         rec
+    }
+
+    /// Forgets `pid` and its threads (it exited, and no event of it is left to come):
+    /// a process seen again under this pid is a new one, asked about and written anew.
+    pub fn forget(&mut self, pid: u32) {
+        let Some(e) = self.procs.remove(&pid) else {
+            return;
+        };
+        for tid in e.tids {
+            // A tid since reused by another process belongs to that one now.
+            if self.threads.get(&tid).is_some_and(|t| t.pid == pid) {
+                self.threads.remove(&tid);
+            }
+        }
     }
 
     /// Notes a sample's thread; returns the record to write when the thread is new,
@@ -80,10 +112,16 @@ impl ProcessTable {
             Some(t) if t.name == comm && t.pid == pid => None,
             Some(t) => {
                 t.name = comm.to_string();
-                t.pid = pid;
+                if t.pid != pid {
+                    t.pid = pid;
+                    self.seen_threads += 1;
+                    self.note_tid(pid, tid);
+                }
                 Some(thread(tid, pid, comm, now_ns))
             }
             None => {
+                self.seen_threads += 1;
+                self.note_tid(pid, tid);
                 self.threads.insert(
                     tid,
                     ThreadEntry {
@@ -96,12 +134,34 @@ impl ProcessTable {
         }
     }
 
+    /// `tid` is one of `pid`'s threads (a thread's process is ensured before it).
+    fn note_tid(&mut self, pid: u32, tid: u32) {
+        if let Some(e) = self.procs.get_mut(&pid) {
+            e.tids.push(tid);
+        }
+    }
+
+    /// The `start_ns` of `pid`'s current `Process` record (0: not seen).
+    pub fn start_ns(&self, pid: u32) -> u64 {
+        self.procs.get(&pid).map_or(0, |e| e.start_ns)
+    }
+
+    /// Processes and threads held now (the live ones, and those that just exited).
     pub fn process_count(&self) -> usize {
         self.procs.len()
     }
 
     pub fn thread_count(&self) -> usize {
         self.threads.len()
+    }
+
+    /// Processes and threads seen over the whole recording.
+    pub fn processes_seen(&self) -> usize {
+        self.seen_processes
+    }
+
+    pub fn threads_seen(&self) -> usize {
+        self.seen_threads
     }
 }
 
@@ -193,5 +253,28 @@ mod tests {
         let gone = gone.expect("new");
         assert_eq!((gone.name.as_str(), gone.exe.as_str()), ("short", ""));
         assert_eq!(t.process_count(), 2);
+    }
+
+    #[test]
+    fn a_forgotten_process_takes_its_threads_but_not_a_reused_tid() {
+        let mut t = ProcessTable::default();
+        let host = &mut host();
+        t.ensure(7, "x", 0, host);
+        t.ensure(8, "y", 0, host);
+        t.thread_seen(7, 7, "x", 1);
+        t.thread_seen(70, 7, "x", 1);
+        // Tid 70 is reused by process 8 (process 7's thread exited).
+        t.thread_seen(70, 8, "y", 2);
+        t.forget(7);
+        assert_eq!(
+            (t.process_count(), t.thread_count()),
+            (1, 1),
+            "70 is 8's now"
+        );
+        assert!(t.thread_seen(70, 8, "y", 3).is_none());
+        // The same pid again is a new process, written again.
+        assert!(t.ensure(7, "x", 4, host).1.is_some());
+        assert!(t.thread_seen(7, 7, "x", 4).is_some());
+        assert_eq!((t.processes_seen(), t.threads_seen()), (3, 4));
     }
 }

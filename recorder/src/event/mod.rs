@@ -119,6 +119,48 @@ pub struct StackSample {
     /// frame-pointer mode (nothing is copied) and [`StackEnd::NoVma`] for a task with
     /// no user context.
     pub stack_end: StackEnd,
+    /// The thread's Python frames, for a sample of a process the source walks as Python
+    /// (see [`crate::source::EventSource::walk_python`]); `None` for any other.
+    pub python: Option<PythonStack>,
+}
+
+/// The Python frames of one sample, as the walk found them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PythonStack {
+    /// Newest first.
+    pub frames: Vec<PythonFrame>,
+    /// Why the walk stopped.
+    pub end: PythonEnd,
+}
+
+/// One Python frame: its code object and where in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PythonFrame {
+    /// The code object's address in the process.
+    pub code: u64,
+    /// The frame's position: `f_lasti` (3.8–3.10, a C `int`), or the instruction
+    /// pointer less `code` (3.11+).
+    pub instr: u32,
+    /// The oldest frame of its eval-loop call: the merge ends a run of Python frames
+    /// here.
+    pub entry: bool,
+}
+
+/// Why a Python walk stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PythonEnd {
+    /// At the thread's oldest frame, or the thread runs no Python now.
+    Bottom,
+    /// At the frame cap with frames left (or a loop in the chain).
+    Cap,
+    /// A frame could not be read: the frames before it are kept.
+    Fault,
+    /// The thread has no thread state (it never ran Python).
+    NoState,
+    /// The state found belongs to another thread.
+    Foreign,
+    /// The key, its slot or the thread state could not be read.
+    StateFault,
 }
 
 /// An off-CPU sample: the stack a thread blocked in, taken as it came back on the CPU.

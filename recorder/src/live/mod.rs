@@ -5,8 +5,10 @@
 //!
 //! [`Host`]: crate::host::Host
 
+pub mod history;
 pub mod kernel_names;
 pub mod machine;
+pub mod marks;
 pub mod proc_host;
 pub mod proc_maps;
 pub mod session;

@@ -19,6 +19,8 @@ pub struct ProcHost {
     proc_root: PathBuf,
     sys_root: PathBuf,
     kernel: KernelSymbols,
+    /// Where marks are dropped for this recording (`crate::live::marks`).
+    marks: Option<PathBuf>,
 }
 
 impl ProcHost {
@@ -30,12 +32,18 @@ impl ProcHost {
             kernel: KernelSymbols::from_file(proc_root.join("kallsyms")),
             proc_root,
             sys_root: sys_root.into(),
+            marks: None,
         }
     }
 
     /// The running machine.
     pub fn live() -> Self {
         Self::new("/proc", "/sys")
+    }
+
+    /// Takes marks dropped into `dir` (`hotspot mark`) for the recording.
+    pub fn take_marks_from(&mut self, dir: PathBuf) {
+        self.marks = Some(dir);
     }
 
     /// Names kernel frames through the kernel itself (see [`BpfKernelSymbols`]) instead
@@ -52,6 +60,13 @@ impl ProcHost {
 }
 
 impl Host for ProcHost {
+    fn take_marks(&mut self) -> Vec<hotspot_format::Mark> {
+        self.marks
+            .as_deref()
+            .map(crate::live::marks::take)
+            .unwrap_or_default()
+    }
+
     fn now_ns(&self) -> u64 {
         machine::monotonic_ns()
     }
@@ -75,6 +90,29 @@ impl Host for ProcHost {
             .join("map_files")
             .join(format!("{:x}-{:x}", m.start, m.end));
         ModuleFile::open_mapping(&mapped, Path::new(&m.path), m.inode)
+    }
+
+    fn read_mapped_file(&mut self, pid: u32, m: &Mapping, max_len: u64) -> Option<Vec<u8>> {
+        use std::io::Read;
+        use std::os::unix::fs::MetadataExt;
+        let mapped = self
+            .proc_root
+            .join(pid.to_string())
+            .join("map_files")
+            .join(format!("{:x}-{:x}", m.start, m.end));
+        // The file mapped, else the path if it still holds the same inode.
+        let file = File::open(&mapped).ok().or_else(|| {
+            let f = File::open(&m.path).ok()?;
+            let md = f.metadata().ok()?;
+            (m.inode == 0 || md.ino() == m.inode).then_some(f)
+        })?;
+        let len = file.metadata().ok()?.len();
+        if len > max_len {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
+        file.take(max_len).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
     }
 
     fn still_at_path(&mut self, m: &Mapping) -> bool {

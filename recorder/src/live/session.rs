@@ -56,6 +56,8 @@ pub struct SessionOptions {
     pub stack_fallback: bool,
     /// Also record off-CPU time.
     pub off_cpu: bool,
+    /// Most Python frames per sample of a Python process (`--python-frames`).
+    pub python_frames: u32,
     /// How often a block is written.
     pub flush_every: Duration,
     /// The kernel's sample buffer in bytes (default: sized for the rate and CPUs).
@@ -71,6 +73,10 @@ pub struct SessionOptions {
     pub flush_log: Option<PathBuf>,
     /// The command line the session header records.
     pub command_line: Vec<String>,
+    /// Take marks dropped into this directory (`hotspot mark`) at every block.
+    pub marks: Option<PathBuf>,
+    /// Scrub the capture as it is written (`record --scrub`: `hotspot_format::scrub`).
+    pub scrub: Option<hotspot_format::Scrubbed>,
 }
 
 impl SessionOptions {
@@ -85,12 +91,15 @@ impl SessionOptions {
             stack_cap: crate::bpf::abi::MAX_STACK as u32,
             stack_fallback: true,
             off_cpu: false,
+            python_frames: crate::bpf::DEFAULT_PYTHON_FRAMES,
             flush_every: RecordConfig::default().flush_every,
             ring_bytes: None,
             end_command: true,
             command_output: None,
             flush_log: None,
             command_line: Vec::new(),
+            scrub: None,
+            marks: None,
         }
     }
 }
@@ -174,6 +183,7 @@ pub fn record(
         stack_cap: opts.stack_cap,
         stack_fallback: opts.stack_fallback,
         off_cpu: opts.off_cpu,
+        python_frames: opts.python_frames,
     };
     let sampler = BpfSampler::load(&sampler_opts)?;
     for off in sampler.features_off() {
@@ -235,6 +245,9 @@ fn start_and_run(
         flush_every: opts.flush_every,
     };
     let mut host = ProcHost::live();
+    if let Some(dir) = &opts.marks {
+        host.take_marks_from(dir.clone());
+    }
     match sampler.take_kernel_symbols() {
         Some(bpf) => host.use_bpf_kernel_symbols(bpf),
         // While still privileged: once privileges drop the file shows no addresses.
@@ -257,7 +270,10 @@ fn start_and_run(
     );
     // Threads are accounted from the session's start (time 0 of the capture).
     sampler.set_session_start(header.start_mono_ns);
-    let mut writer = hotspot_format::Writer::new(file, header)?;
+    let mut writer = match opts.scrub {
+        Some(what) => hotspot_format::Writer::scrubbing(file, header, what)?,
+        None => hotspot_format::Writer::new(file, header)?,
+    };
     if let Some(log) = &flush_log {
         let mut log = log.try_clone().map_err(|source| RecorderError::Io {
             path: opts.flush_log.clone().unwrap_or_default(),

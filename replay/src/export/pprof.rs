@@ -25,6 +25,7 @@ use super::ExportOptions;
 use super::error::ExportError;
 use super::slice::{LOST_STACK, NO_FRAMES, Slice};
 
+use crate::kind::FrameKind;
 use crate::metric::{self, Class, Metric};
 use crate::names::FunctionKey;
 use crate::names::{self, FrameName};
@@ -224,18 +225,14 @@ impl Builder {
         id
     }
 
-    /// The location of a physical frame, or `None` for a kernel frame under `--no-kernel`.
-    fn location(&mut self, slice: &Slice, frame: FrameId) -> Option<u64> {
+    /// The location of a physical frame.
+    fn location(&mut self, slice: &Slice, frame: FrameId) -> u64 {
         if let Some(&id) = self.locations.get(&frame) {
-            return (id != 0).then_some(id);
+            return id;
         }
         let capture = slice.capture;
         let mut names = Vec::new();
         names::expand(capture, frame, &mut names);
-        if slice.filter.no_kernel && names.iter().any(|n| n.kind.is_kernel()) {
-            self.locations.insert(frame, 0);
-            return None;
-        }
         let (mapping_id, address) = match capture.frames.get(&frame) {
             Some(f) => {
                 let mapping = self.mapping(slice, f.module);
@@ -275,7 +272,7 @@ impl Builder {
             is_folded: false,
         });
         self.locations.insert(frame, id);
-        Some(id)
+        id
     }
 
     /// A location for samples without a real frame ([`NO_FRAMES`], [`LOST_STACK`]).
@@ -391,9 +388,14 @@ pub fn profile(slice: &Slice) -> Profile {
                 if let Class::OffCpu(state) = class {
                     locations.push(b.state(state));
                 }
-                for &f in frames {
-                    if let Some(id) = b.location(slice, f) {
-                        locations.push(id);
+                // What the model's variants leave out ([`Hide::keeps`]), frame by frame.
+                let hide = slice.filter.hide();
+                let kinds: Vec<FrameKind> =
+                    frames.iter().map(|&f| FrameKind::of(capture, f)).collect();
+                let python = kinds.contains(&FrameKind::Python);
+                for (&f, &kind) in frames.iter().zip(&kinds) {
+                    if hide.keeps(kind, python) {
+                        locations.push(b.location(slice, f));
                     }
                 }
                 if locations.is_empty() {

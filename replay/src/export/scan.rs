@@ -93,7 +93,17 @@ impl Scan {
             path: path.to_path_buf(),
             source,
         };
-        let (file, _) = crate::file::open(path)?;
+        let file = match crate::file::open_capture(path)? {
+            crate::file::Source::File(f, _) => f,
+            crate::file::Source::History(data) => {
+                let mut scan = Scan::from_bytes(&data, options, progress).map_err(|e| match e {
+                    ExportError::Replay(r) => ExportError::Replay(r.with_path(path)),
+                    other => other,
+                })?;
+                scan.capture.path = path.to_path_buf();
+                return Ok(scan);
+            }
+        };
         // A finished capture is mapped, not read into memory, and the pages already
         // decoded are handed back as the scan moves on: memory then follows what the
         // capture defines, not how many samples it holds.

@@ -1,5 +1,5 @@
 //! The user's filters as given on the command line (`--from`, `--to`, `--tid`, `--thread`,
-//! `--pid`, `--no-kernel`), before they are checked against a capture.
+//! `--pid`, `--no-kernel`, `--no-interpreter`), before they are checked against a capture.
 
 use std::fmt::Write;
 
@@ -18,6 +18,8 @@ pub struct Selection {
     pub threads: Vec<String>,
     pub pids: Vec<u32>,
     pub no_kernel: bool,
+    /// Leave out the interpreter's own frames where Python frames stand for what they ran.
+    pub no_interpreter: bool,
     /// What the report weighs (`--metric`).
     pub metric: Metric,
 }
@@ -70,6 +72,9 @@ impl Selection {
         }
         if self.no_kernel {
             parts.push("no kernel frames".to_string());
+        }
+        if self.no_interpreter {
+            parts.push("no interpreter frames".to_string());
         }
         parts.join(", ")
     }

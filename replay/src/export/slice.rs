@@ -18,7 +18,7 @@ use crate::capture::Capture;
 use crate::clock::Clock;
 use crate::metric::{Class, Metric};
 use crate::model::aggregate::{self, FlatRow, Selected, Tree};
-use crate::model::{Interned, Profile};
+use crate::model::{Hide, Interned, Profile};
 use crate::names::FrameName;
 use crate::sanitize::display;
 use crate::tally::Ordered;
@@ -39,6 +39,19 @@ pub struct Filter {
     pub pids: Option<HashSet<u32>>,
     /// Drop kernel frames (a sample taken in the kernel counts for its user caller).
     pub no_kernel: bool,
+    /// Drop the interpreter's own frames from stacks with Python frames (their samples
+    /// count for the Python frame, or the C extension's, that called them).
+    pub no_interpreter: bool,
+}
+
+impl Filter {
+    /// The frames the selected stacks are shown without.
+    pub fn hide(&self) -> Hide {
+        Hide {
+            kernel: self.no_kernel,
+            interpreter: self.no_interpreter,
+        }
+    }
 }
 
 /// Periods per (tid, capture stack, class): a selection's weights as its source counted
@@ -62,6 +75,17 @@ pub struct Extent {
 }
 
 impl Extent {
+    /// Seconds covered: the window if one was given (within the capture's sample span),
+    /// else the capture's sample span.
+    pub fn duration_s(&self) -> f64 {
+        let span = match (self.from_ns, self.to_ns, self.span) {
+            (None, None, s) => s,
+            (f, t, Some((a, b))) => Some((f.unwrap_or(a).max(a), t.unwrap_or(b).min(b))),
+            (_, _, None) => None,
+        };
+        span.map_or(0.0, |(a, b)| b.saturating_sub(a) as f64 / 1e9)
+    }
+
     /// A scan's: its window as resolved on its clock, its spans and its total.
     pub fn of(scan: &Scan) -> Extent {
         Extent {
@@ -170,6 +194,7 @@ impl<'a> Slice<'a> {
                 .then(|| tids.iter().copied().collect()),
             pids: (!selection.pids.is_empty()).then(|| selection.pids.iter().copied().collect()),
             no_kernel: selection.no_kernel,
+            no_interpreter: selection.no_interpreter,
         };
         Ok(Slice::assemble(
             capture,
@@ -201,6 +226,7 @@ impl<'a> Slice<'a> {
             tids: (!selection.tids.is_empty()).then(|| selection.tids.iter().copied().collect()),
             pids: (!selection.pids.is_empty()).then(|| selection.pids.iter().copied().collect()),
             no_kernel: selection.no_kernel,
+            no_interpreter: selection.no_interpreter,
         };
         Slice::assemble(
             capture,
@@ -271,14 +297,12 @@ impl<'a> Slice<'a> {
             *per_stack.entry((stack, class)).or_default() += n;
             *threads.entry(tid).or_default() += n;
         }
-        let (capture, no_kernel) = (self.capture, self.filter.no_kernel);
+        let (capture, hide) = (self.capture, self.filter.hide());
         for ((id, class), n) in per_stack {
             self.total += n;
             let interned = match &mut self.profile {
-                Cow::Owned(p) => p.stack_of_class(capture, id, class, no_kernel),
-                Cow::Borrowed(p) => p
-                    .interned_class(id, class)
-                    .map(|v| v[usize::from(no_kernel)]),
+                Cow::Owned(p) => p.stack_of_class(capture, id, class, hide),
+                Cow::Borrowed(p) => p.interned_class(id, class).map(|v| v[hide.index()]),
             };
             match interned {
                 Some(s) => self.selected.add(s, n),
@@ -303,10 +327,11 @@ impl<'a> Slice<'a> {
         self.selected.sampled.len() + usize::from(self.selected.empty > 0)
     }
 
-    /// The logical frames of a selected stack, root first, with kernel frames dropped
-    /// under `--no-kernel`; `None` when the capture does not define the stack.
+    /// The logical frames of a selected stack, root first, without the frames the filter
+    /// hides (`--no-kernel`, `--no-interpreter`); `None` when the capture does not define
+    /// the stack.
     pub fn names(&self, id: StackId, class: Class) -> Option<Vec<FrameName>> {
-        let s = self.profile.interned_class(id, class)?[usize::from(self.filter.no_kernel)];
+        let s = self.profile.interned_class(id, class)?[self.filter.hide().index()];
         Some(self.frame_names(s))
     }
 
@@ -352,15 +377,9 @@ impl<'a> Slice<'a> {
         file_name(self.capture)
     }
 
-    /// Seconds covered: the window if one was given, else the capture's sample span.
+    /// Seconds covered ([`Extent::duration_s`]).
     pub fn duration_s(&self) -> f64 {
-        let e = &self.extent;
-        let span = match (e.from_ns, e.to_ns, e.span) {
-            (None, None, s) => s,
-            (f, t, Some((a, b))) => Some((f.unwrap_or(a).max(a), t.unwrap_or(b).min(b))),
-            (_, _, None) => None,
-        };
-        span.map_or(0.0, |(a, b)| b.saturating_sub(a) as f64 / 1e9)
+        self.extent.duration_s()
     }
 
     /// "name (tid N)" for a thread, sanitised.

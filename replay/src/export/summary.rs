@@ -32,6 +32,27 @@ pub(crate) struct Session {
     pub recorder_version: String,
 }
 
+/// A mark (`hotspot mark`) in a JSON document.
+#[derive(Debug, Clone, Serialize)]
+pub struct MarkJson {
+    pub time_ns: u64,
+    /// Seconds from time 0 (see [`crate::clock`]), as the timeline counts them.
+    pub time_s: f64,
+    pub text: String,
+}
+
+/// The capture's marks in file order, placed on `clock`.
+pub(crate) fn marks_of(c: &Capture, clock: Option<crate::clock::Clock>) -> Vec<MarkJson> {
+    c.marks
+        .iter()
+        .map(|m| MarkJson {
+            time_ns: m.time_ns,
+            time_s: (clock.map_or(0.0, |k| k.offset_s(m.time_ns)) * 1e9).round() / 1e9,
+            text: display(&m.text),
+        })
+        .collect()
+}
+
 pub(crate) fn capture_info_of(c: &Capture) -> CaptureInfo {
     CaptureInfo {
         file: display(

@@ -1,7 +1,8 @@
 //! `report --format svg`: a self-contained interactive flame graph (click to zoom, Ctrl-F
 //! to search), drawn by inferno from the folded stacks. Under `--metric off-cpu` and
 //! `wall` the title names the metric; a frame whose kind has a colour of its own
-//! ([`kind_color`]: the off-CPU states) takes it, the others inferno's by name.
+//! ([`kind_color`]: Python functions, the off-CPU states) takes it, the others inferno's by
+//! name.
 
 use std::io::Write;
 
@@ -72,7 +73,7 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
     // looked up and not found is coloured as without a map).
     let mut palette = PaletteMap::default();
     for key in slice.profile.keys() {
-        if let Some(color) = kind_color(key.kind) {
+        if let Some(color) = kind_color(key.kind, &key.function) {
             let name = folded::shown_name(&key.function, cut.unwrap_or(MAX_NAME));
             palette.insert(&*name, color);
         }
@@ -117,10 +118,25 @@ pub fn write(slice: &Slice, _: &ExportOptions, w: &mut dyn Write) -> Result<(), 
 }
 
 /// The colour a kind's frames take in the flame graph where it has one of its own: time off
-/// the CPU, by state. The others are coloured by name, as inferno colours any graph.
-pub fn kind_color(kind: FrameKind) -> Option<Color> {
+/// the CPU, by state; Python functions, greens and teals (a shade per name, so neighbours
+/// stand apart), hues inferno's warm palette for native code never takes. The others are
+/// coloured by name, as inferno colours any graph. inferno keys its colour map by the
+/// name shown, so a native function with a Python function's name takes its colour too.
+pub fn kind_color(kind: FrameKind, name: &str) -> Option<Color> {
     match kind {
         FrameKind::OffCpu(state) => Some(state_color(state)),
+        FrameKind::Python => {
+            // FNV-1a: stable across runs and Rust versions, so the bytes are too.
+            let h = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+            });
+            let v = |shift: u32| ((h >> shift) & 0xff) as u16;
+            Some(Color {
+                r: (40 + v(0) * 60 / 255) as u8,
+                g: (170 + v(8) * 60 / 255) as u8,
+                b: (100 + v(16) * 80 / 255) as u8,
+            })
+        }
         FrameKind::User
         | FrameKind::Jit
         | FrameKind::Interpreter

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::coverage::{Coverage, coverage};
-use super::{Facts, kind_name, off_cpu};
+use super::{Facts, kind_name, off_cpu, personal};
 use crate::export::scan::Scan;
 use crate::export::summary::{CaptureInfo, Session, capture_info_of, session_of};
 use crate::sanitize::display;
@@ -84,6 +84,63 @@ struct FeatureOffJson {
     reason: String,
 }
 
+/// An interpreter the recorder recognised, and how its frames fared (format 1.5, kind 22).
+#[derive(Serialize)]
+struct InterpreterJson {
+    pid: u32,
+    start_ns: u64,
+    /// The process's name, empty when no record names it.
+    name: String,
+    language: &'static str,
+    path: String,
+    version: String,
+    /// `walked` or `unsupported`.
+    status: &'static str,
+    /// Why it was not walked; `None` when it was.
+    reason: Option<String>,
+    samples: u64,
+    merged: u64,
+    mismatched: u64,
+    without_frames: u64,
+    unresolved_frames: u64,
+    cut: u64,
+}
+
+fn interpreters(c: &crate::capture::Capture) -> Vec<InterpreterJson> {
+    use hotspot_format::{InterpreterStatus, Language};
+    c.interpreters
+        .values()
+        .map(|p| {
+            let (status, reason) = match &p.status {
+                InterpreterStatus::Walked => ("walked", None),
+                InterpreterStatus::Unsupported { reason } => ("unsupported", Some(display(reason))),
+            };
+            InterpreterJson {
+                pid: p.pid,
+                start_ns: p.start_ns,
+                name: c
+                    .processes
+                    .get(&p.pid)
+                    .map(|proc| display(&proc.name))
+                    .unwrap_or_default(),
+                language: match p.language {
+                    Language::Python => "python",
+                },
+                path: display(&p.path),
+                version: display(&p.version),
+                status,
+                reason,
+                samples: p.samples,
+                merged: p.merged,
+                mismatched: p.mismatched,
+                without_frames: p.without_frames,
+                unresolved_frames: p.unresolved_frames,
+                cut: p.cut,
+            }
+        })
+        .collect()
+}
+
 #[derive(Serialize)]
 struct Document {
     schema: &'static str,
@@ -97,6 +154,9 @@ struct Document {
     /// Only when the recording went without something (format 1.4).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     features_off: Vec<FeatureOffJson>,
+    /// Only when the recorder recognised an interpreter (format 1.5).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    interpreters: Vec<InterpreterJson>,
     /// Formats from 1.3 on only.
     #[serde(skip_serializing_if = "Option::is_none")]
     off_cpu: Option<off_cpu::OffCpuJson>,
@@ -105,6 +165,11 @@ struct Document {
     ending: Ending,
     unknown_kinds: BTreeMap<u32, u64>,
     size: SizeInfo,
+    /// What the capture holds about the machine and its people (any format).
+    personal: personal::Personal,
+    /// What was scrubbed before the capture was written (format 1.6); `null`: nothing.
+    scrubbed: Option<hotspot_format::Scrubbed>,
+    marks: Vec<personal::MarkJson>,
 }
 
 /// The JSON report of a scanned capture.
@@ -200,6 +265,7 @@ pub fn json_of(f: &Facts) -> String {
                 reason: display(&off.reason),
             })
             .collect(),
+        interpreters: interpreters(c),
         off_cpu: off_cpu::json(f),
         coverage: coverage(f),
         unwinding: {
@@ -232,6 +298,9 @@ pub fn json_of(f: &Facts) -> String {
         },
         unknown_kinds: c.unknown_kinds.clone(),
         size,
+        personal: personal::personal(c),
+        scrubbed: c.scrubbed,
+        marks: personal::marks_json(f),
     };
     let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
     s.push('\n');

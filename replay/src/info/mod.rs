@@ -6,6 +6,7 @@
 mod coverage;
 mod json;
 mod off_cpu;
+pub mod personal;
 
 pub use coverage::{Coverage, ModuleCoverage, coverage, hint};
 pub use json::{json_of, scan_json};
@@ -169,6 +170,7 @@ pub fn text_of(f: &Facts) -> String {
     for off in &c.features_off {
         let _ = writeln!(o, "off:        {}", display(&off.line()));
     }
+    personal::text(&mut o, f);
     let _ = writeln!(
         o,
         "duration:   {:.3} s (first to last sample)",
@@ -228,6 +230,7 @@ pub fn text_of(f: &Facts) -> String {
     }
     off_cpu::text(&mut o, f);
     unwinding_text(&mut o, &crate::unwinding::completeness(c, &f.counts.tally));
+    interpreters_text(&mut o, c);
     let _ = writeln!(
         o,
         "stacks:     {} distinct, {} frames, {} modules, {} symbols",
@@ -289,6 +292,41 @@ pub fn text_of(f: &Facts) -> String {
         }
     }
     o
+}
+
+/// The interpreters the recorder recognised (1.5): walked, with how their frames fared,
+/// or not, with the reason.
+fn interpreters_text(o: &mut String, c: &Capture) {
+    use hotspot_format::InterpreterStatus;
+    if c.interpreters.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "python:     {} interpreter processes",
+        c.interpreters.len()
+    );
+    for p in c.interpreters.values() {
+        let what = format!("{} {}", display(&p.path), display(&p.version));
+        match &p.status {
+            InterpreterStatus::Walked => {
+                let _ = writeln!(
+                    o,
+                    "  {:>7} {what}: {} of {} samples with Python frames merged, {} mismatched (kept native), {} without Python, {} cut at the cap, {} unreadable frames",
+                    p.pid,
+                    p.merged,
+                    p.samples,
+                    p.mismatched,
+                    p.without_frames,
+                    p.cut,
+                    p.unresolved_frames
+                );
+            }
+            InterpreterStatus::Unsupported { reason } => {
+                let _ = writeln!(o, "  {:>7} {what}: not walked: {}", p.pid, display(reason));
+            }
+        }
+    }
 }
 
 fn unwinding_text(o: &mut String, u: &crate::unwinding::Completeness) {

@@ -9,8 +9,10 @@
 //! - a *stack* is (prefix, frame): a path from the root, so stacks that share callers
 //!   share rows, and a row's prefix always comes before it in the table.
 //!
-//! Each capture stack interns twice, with and without its kernel frames (`--no-kernel`
-//! and the views' `k`), into the same tables.
+//! Each capture stack interns once per [`Hide`]: with every frame, without its kernel
+//! frames (`--no-kernel`, the views' `K`), without its interpreter's own frames
+//! (`--no-interpreter`, the views' `P`), without both; into the same tables, a variant that
+//! drops nothing sharing the whole stack's rows.
 
 pub mod aggregate;
 
@@ -66,6 +68,69 @@ pub struct StackRow {
     pub outermost: bool,
 }
 
+/// Which frames a stack is shown without. The one rule of what each leaves out is
+/// [`Hide::keeps`]; a hidden frame's samples count for the nearest caller kept, so no time
+/// is lost, only who it is charged to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct Hide {
+    /// The kernel's frames (`--no-kernel`).
+    pub kernel: bool,
+    /// The interpreter's own native frames, in stacks that hold Python frames
+    /// (`--no-interpreter`: what `py-spy --native` shows, Python frames with the native
+    /// frames of C extensions, libraries and the kernel).
+    pub interpreter: bool,
+}
+
+impl Hide {
+    /// Every frame shown.
+    pub const NOTHING: Hide = Hide {
+        kernel: false,
+        interpreter: false,
+    };
+
+    /// Every combination, in [`Hide::index`] order.
+    pub const ALL: [Hide; 4] = [
+        Hide::NOTHING,
+        Hide {
+            kernel: true,
+            interpreter: false,
+        },
+        Hide {
+            kernel: false,
+            interpreter: true,
+        },
+        Hide {
+            kernel: true,
+            interpreter: true,
+        },
+    ];
+
+    /// Only the kernel's frames hidden, or none.
+    pub fn kernel(kernel: bool) -> Hide {
+        Hide {
+            kernel,
+            ..Hide::NOTHING
+        }
+    }
+
+    /// Where this variant sits in a stack's [`Variants`].
+    pub fn index(self) -> usize {
+        usize::from(self.kernel) | usize::from(self.interpreter) << 1
+    }
+
+    /// Whether a frame of `kind` stays in a stack that holds a Python frame (`python`)
+    /// or not. The interpreter's frames go only where Python frames stand for what they
+    /// ran: a stack without them (the interpreter starting, one whose Python frames did
+    /// not match and was kept native) keeps its every frame.
+    pub fn keeps(self, kind: FrameKind, python: bool) -> bool {
+        !(self.kernel && kind.is_kernel()
+            || self.interpreter && python && kind == FrameKind::Interpreter)
+    }
+}
+
+/// A capture stack interned under each [`Hide`], by [`Hide::index`].
+pub type Variants = [Interned; 4];
+
 /// What a capture stack interns to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Interned {
@@ -91,29 +156,44 @@ pub struct Profile {
     frame_ids: FxHashMap<(FuncId, u32, u32), FrameIdx>,
     pub stacks: Vec<StackRow>,
     stack_ids: FxHashMap<(StackIdx, FrameIdx), StackIdx>,
-    /// Capture stack → (with kernel frames, without).
-    by_capture: FxHashMap<StackId, [Interned; 2]>,
+    /// Capture stack → its variants.
+    by_capture: FxHashMap<StackId, Variants>,
     /// (capture stack, state) → the same, ending in the state's frame (off-CPU samples).
-    by_state: FxHashMap<(StackId, ThreadState), [Interned; 2]>,
+    by_state: FxHashMap<(StackId, ThreadState), Variants>,
     /// Per function the last path that saw it: finds the outermost occurrences.
     seen: Vec<u32>,
     path: u32,
 }
 
 impl Profile {
-    /// Interns capture stack `id` (with and without kernel frames); `None` when the
-    /// capture does not define it (yet: a live capture may define it later, so the
-    /// absence is not remembered).
-    pub fn intern(&mut self, capture: &Capture, id: StackId) -> Option<[Interned; 2]> {
+    /// Interns capture stack `id` (under each [`Hide`]); `None` when the capture does
+    /// not define it (yet: a live capture may define it later, so the absence is not
+    /// remembered).
+    pub fn intern(&mut self, capture: &Capture, id: StackId) -> Option<Variants> {
         if let Some(&v) = self.by_capture.get(&id) {
             return Some(v);
         }
         let out = logical_frames(capture, id)?;
-        let with = self.push_path(out.iter());
-        let without = self.push_path(out.iter().filter(|f| !f.kind.is_kernel()));
-        let v = [with, without];
+        let v = self.variants(&out);
         self.by_capture.insert(id, v);
         Some(v)
+    }
+
+    /// Interns `frames` (root first) under each [`Hide`]; a variant that drops no frame
+    /// is the whole stack's row, not a second walk of it.
+    fn variants(&mut self, frames: &[FrameName]) -> Variants {
+        let python = frames.iter().any(|f| f.kind == FrameKind::Python);
+        let mut v = [Interned::Empty; 4];
+        v[0] = self.push_path(frames.iter());
+        for hide in &Hide::ALL[1..] {
+            let keeps = |f: &&FrameName| hide.keeps(f.kind, python);
+            v[hide.index()] = if frames.iter().all(|f| keeps(&f)) {
+                v[0]
+            } else {
+                self.push_path(frames.iter().filter(keeps))
+            };
+        }
+        v
     }
 
     /// Interns capture stack `id` as a sample of `class` stands on it: a CPU sample on
@@ -124,7 +204,7 @@ impl Profile {
         capture: &Capture,
         id: StackId,
         class: Class,
-    ) -> Option<[Interned; 2]> {
+    ) -> Option<Variants> {
         let Class::OffCpu(state) = class else {
             return self.intern(capture, id);
         };
@@ -133,15 +213,13 @@ impl Profile {
         }
         let mut out = logical_frames(capture, id)?;
         out.push(FrameName::off_cpu(state));
-        let with = self.push_path(out.iter());
-        let without = self.push_path(out.iter().filter(|f| !f.kind.is_kernel()));
-        let v = [with, without];
+        let v = self.variants(&out);
         self.by_state.insert((id, state), v);
         Some(v)
     }
 
     /// [`Profile::intern_class`], as already interned.
-    pub fn interned_class(&self, id: StackId, class: Class) -> Option<[Interned; 2]> {
+    pub fn interned_class(&self, id: StackId, class: Class) -> Option<Variants> {
         match class {
             Class::OnCpu => self.interned(id),
             Class::OffCpu(state) => self.by_state.get(&(id, state)).copied(),
@@ -149,19 +227,13 @@ impl Profile {
     }
 
     /// Capture stack `id` as already interned, without interning it.
-    pub fn interned(&self, id: StackId) -> Option<[Interned; 2]> {
+    pub fn interned(&self, id: StackId) -> Option<Variants> {
         self.by_capture.get(&id).copied()
     }
 
-    /// Capture stack `id` as interned with (`no_kernel` false) or without its kernel
-    /// frames.
-    pub fn stack_of(
-        &mut self,
-        capture: &Capture,
-        id: StackId,
-        no_kernel: bool,
-    ) -> Option<Interned> {
-        self.intern(capture, id).map(|v| v[usize::from(no_kernel)])
+    /// Capture stack `id` as interned without the frames `hide` leaves out.
+    pub fn stack_of(&mut self, capture: &Capture, id: StackId, hide: Hide) -> Option<Interned> {
+        self.intern(capture, id).map(|v| v[hide.index()])
     }
 
     /// [`Profile::stack_of`] for a sample of `class` ([`Profile::intern_class`]).
@@ -170,10 +242,10 @@ impl Profile {
         capture: &Capture,
         id: StackId,
         class: Class,
-        no_kernel: bool,
+        hide: Hide,
     ) -> Option<Interned> {
         self.intern_class(capture, id, class)
-            .map(|v| v[usize::from(no_kernel)])
+            .map(|v| v[hide.index()])
     }
 
     /// Adds the path of `frames` (root first); returns its leaf row.

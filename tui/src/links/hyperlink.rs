@@ -25,6 +25,10 @@ pub fn spans(state: &State) -> Vec<LinkSpan> {
     let Some(base) = &state.opts.links else {
         return Vec::new();
     };
+    if state.diff.is_some() {
+        // The diff's rows are laid out differently; `o` still copies a link.
+        return Vec::new();
+    }
     let r = state.regions();
     let area = r.main;
     let end = area.x + area.width;

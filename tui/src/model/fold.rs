@@ -75,7 +75,7 @@ pub fn fold(data: &mut Data, q: &Query) -> Fold {
     let (mut total, mut unknown_stacks) = (stray, stray);
     for (id, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
         total += n;
-        match data.interned(id as u32, q.no_kernel) {
+        match data.interned(id as u32, q.hide()) {
             Some(s) => selected.add(s, n),
             None => unknown_stacks += n,
         }

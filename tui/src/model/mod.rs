@@ -25,7 +25,7 @@ use buckets::Buckets;
 use hotspot_replay::capture::{Capture, SampleSink};
 use hotspot_replay::clock::Clock;
 use hotspot_replay::metric::{self, Class, Metric};
-use hotspot_replay::model::{Interned, Profile};
+use hotspot_replay::model::{Hide, Interned, Profile, Variants};
 use hotspot_replay::names::FrameName;
 
 pub use fold::{Fold, ensure_tree, fold, neighbours};
@@ -105,15 +105,18 @@ pub struct Data {
     /// Bumped whenever samples or names change: the folds' cache key.
     pub generation: u64,
     symbols_seen: usize,
+    /// (interpreter modules, interpreter images) when names were last cached: a frame's
+    /// kind depends on them ([`hotspot_replay::kind::FrameKind::of`]).
+    interpreters_seen: (usize, usize),
     /// The first sample's time, in arrival order (time 0 without a session header).
     first_sample: Option<u64>,
     /// Frames that `--symbols` has already been applied to.
     frames_resymbolized: usize,
     /// Functions, frames and stacks as tables (reset when names change).
     pub profile: Profile,
-    /// Per dense stack index, the interned stack with and without kernel frames; `None`
-    /// until the capture defines it (live: it may come in a later block).
-    interned: Vec<Option<[Interned; 2]>>,
+    /// Per dense stack index, the interned stack under each [`Hide`]; `None` until the
+    /// capture defines it (live: it may come in a later block).
+    interned: Vec<Option<Variants>>,
 }
 
 impl Data {
@@ -136,6 +139,7 @@ impl Data {
             d.names_arrived();
         }
         d.symbols_seen = d.capture.symbols.len();
+        d.interpreters_seen = d.interpreters();
         d
     }
 
@@ -169,6 +173,13 @@ impl Data {
         if self.capture.symbols.len() != self.symbols_seen {
             // Names that arrived late (live mode) replace the `??` already cached.
             self.symbols_seen = self.capture.symbols.len();
+            self.forget_names();
+        }
+        let interpreters = self.interpreters();
+        if interpreters != self.interpreters_seen {
+            // A live capture names a Python process's interpreter after its first native
+            // stacks: their libpython frames are the interpreter's from now on.
+            self.interpreters_seen = interpreters;
             self.forget_names();
         }
         self.generation += 1;
@@ -213,6 +224,22 @@ impl Data {
     /// Off-CPU samples taken in.
     pub fn off_cpu_samples(&self) -> u64 {
         self.off_cpu_samples
+    }
+
+    /// Whether the capture holds Python frames (an interpreter's frames module, format
+    /// 1.4): what the views' `P` is offered for.
+    pub fn has_python(&self) -> bool {
+        self.capture
+            .interpreter_modules
+            .values()
+            .any(|m| m.role == hotspot_format::InterpreterRole::Frames)
+    }
+
+    fn interpreters(&self) -> (usize, usize) {
+        (
+            self.capture.interpreter_modules.len(),
+            self.capture.interpreter_images.len(),
+        )
     }
 
     /// Whether the capture recorded off-CPU time (its definition, or any off-CPU sample).
@@ -310,11 +337,11 @@ impl Data {
             .count()
     }
 
-    /// Logical frames of a stack given by its dense index (root first), with kernel
-    /// frames dropped if asked.
-    pub fn stack_names(&mut self, stack: u32, no_kernel: bool) -> Option<Vec<FrameName>> {
+    /// Logical frames of a stack given by its dense index (root first), without the
+    /// frames `hide` leaves out.
+    pub fn stack_names(&mut self, stack: u32, hide: Hide) -> Option<Vec<FrameName>> {
         self.intern_stacks();
-        let s = self.interned(stack, no_kernel)?;
+        let s = self.interned(stack, hide)?;
         let mut frames = Vec::new();
         self.profile.path(s, &mut frames);
         Some(frames.iter().map(|&f| self.profile.frame_name(f)).collect())
@@ -346,12 +373,12 @@ impl Data {
 
     /// A stack given by its dense index as interned (see [`Data::intern_stacks`]); `None`
     /// if the capture does not define it.
-    pub fn interned(&self, stack: u32, no_kernel: bool) -> Option<Interned> {
+    pub fn interned(&self, stack: u32, hide: Hide) -> Option<Interned> {
         self.interned
             .get(stack as usize)
             .copied()
             .flatten()
-            .map(|v| v[usize::from(no_kernel)])
+            .map(|v| v[hide.index()])
     }
 }
 
@@ -460,10 +487,20 @@ pub struct Query {
     /// Thread ids left out.
     pub excluded: BTreeSet<u32>,
     pub no_kernel: bool,
+    /// The interpreter's own frames left out where Python frames stand for them.
+    pub no_interpreter: bool,
     pub metric: Metric,
 }
 
 impl Query {
+    /// The frames the fold leaves out.
+    pub fn hide(&self) -> Hide {
+        Hide {
+            kernel: self.no_kernel,
+            interpreter: self.no_interpreter,
+        }
+    }
+
     fn mask(&self, data: &Data) -> Vec<bool> {
         data.threads
             .iter()

@@ -76,17 +76,27 @@ fn of_interned<'a>(data: &'a Data, q: &Query) -> Slice<'a> {
         threads: Vec::new(),
         pids: Vec::new(),
         no_kernel: q.no_kernel,
+        no_interpreter: q.no_interpreter,
         metric: q.metric,
     };
     let extent = Extent {
-        clock,
+        capture_total,
+        ..window(data, q)
+    };
+    Slice::from_model(&data.capture, &data.profile, weights, selection, extent)
+}
+
+/// Where `q`'s window sits in the capture (its weight in the whole capture left at 0):
+/// what a [`slice()`] of it says, and what its duration is of.
+pub fn window(data: &Data, q: &Query) -> Extent {
+    Extent {
+        clock: data.clock(),
         from_ns: Some(q.from_ns),
         to_ns: Some(q.to_ns),
         // The first and last sample of any class: the buckets keep no span per class.
         // It bounds the window only where the window runs past it (the whole capture).
         span: data.buckets.span(),
         window_span: None,
-        capture_total,
-    };
-    Slice::from_model(&data.capture, &data.profile, weights, selection, extent)
+        capture_total: 0,
+    }
 }

@@ -5,13 +5,14 @@ use std::collections::HashMap;
 
 use super::timeline::Dominant;
 use super::{Data, Query};
+use hotspot_replay::model::Hide;
 use hotspot_replay::names::FrameName;
 
 /// The heaviest path through the stacks counted in `dom` (which is reset): from the
 /// root down, the function with the most samples among the stacks that agree so far. So
 /// two threads, or one phase split over many leaves, still give a stable answer.
 /// Returns a stack holding that path (the most sampled one) and the path's length.
-fn heaviest(dom: &mut Dominant, data: &Data, no_kernel: bool) -> Option<(u32, usize)> {
+fn heaviest(dom: &mut Dominant, data: &Data, hide: Hide) -> Option<(u32, usize)> {
     let cands: Vec<(u32, u64)> = dom
         .touched
         .iter()
@@ -24,7 +25,7 @@ fn heaviest(dom: &mut Dominant, data: &Data, no_kernel: bool) -> Option<(u32, us
     let mut frames = Vec::new();
     let seqs: Vec<Vec<u32>> = cands
         .iter()
-        .map(|&(id, _)| match data.interned(id, no_kernel) {
+        .map(|&(id, _)| match data.interned(id, hide) {
             Some(s) => {
                 data.profile.path(s, &mut frames);
                 frames
@@ -115,7 +116,7 @@ pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
         let c = bucket_of(at);
         if col != Some(c) {
             if let Some(p) = col {
-                picks[p] = heaviest(&mut dom, data, q.no_kernel);
+                picks[p] = heaviest(&mut dom, data, q.hide());
             }
             col = Some(c);
         }
@@ -129,7 +130,7 @@ pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
         }
     }
     if let Some(p) = col {
-        picks[p] = heaviest(&mut dom, data, q.no_kernel);
+        picks[p] = heaviest(&mut dom, data, q.hide());
     }
     let mut index: HashMap<(u32, usize), Option<u32>> = HashMap::new();
     for c in 0..width {
@@ -139,7 +140,7 @@ pub fn stream(data: &mut Data, q: &Query, width: usize) -> Stream {
         let slot = match index.get(&(id, depth)) {
             Some(&s) => s,
             None => {
-                let s = data.stack_names(id, q.no_kernel).map(|mut names| {
+                let s = data.stack_names(id, q.hide()).map(|mut names| {
                     names.truncate(depth);
                     out.stacks.push(names);
                     (out.stacks.len() - 1) as u32

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::{Data, Query};
 use hotspot_replay::metric::Metric;
-use hotspot_replay::model::Interned;
+use hotspot_replay::model::{Hide, Interned};
 use hotspot_replay::names::FunctionKey;
 
 /// One column of the timeline.
@@ -87,7 +87,7 @@ impl Dominant {
 pub fn timeline(
     data: &mut Data,
     excluded: &BTreeSet<u32>,
-    no_kernel: bool,
+    hide: Hide,
     metric: Metric,
     width: usize,
 ) -> Timeline {
@@ -104,7 +104,7 @@ pub fn timeline(
     let functions = data.profile.keys().to_vec();
     let n_stacks = data.stack_ids.len();
     let of_stack: Vec<u32> = (0..n_stacks as u32)
-        .map(|id| match data.interned(id, no_kernel) {
+        .map(|id| match data.interned(id, hide) {
             Some(Interned::Stack(s)) => data.profile.leaf_function(s),
             _ => u32::MAX,
         })

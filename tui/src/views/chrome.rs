@@ -50,8 +50,26 @@ pub fn target(state: &State) -> String {
     parts.join(", ")
 }
 
-/// `live at N Hz` or `replay of FILE recorded on HOST at TIME`.
+/// `live at N Hz` or `replay of FILE recorded on HOST at TIME`, then in diff mode the
+/// base it is compared with.
 pub fn mode(state: &State) -> String {
+    let own = own_mode(state);
+    match &state.diff {
+        Some(c) => {
+            let file = c
+                .base
+                .capture
+                .path
+                .file_name()
+                .map(|f| display(&f.to_string_lossy()))
+                .unwrap_or_default();
+            format!("diff against base {file} │ {own}")
+        }
+        None => own,
+    }
+}
+
+fn own_mode(state: &State) -> String {
     let c = &state.data.capture;
     let freq = c.session.as_ref().map_or(0, |s| s.freq_hz);
     match state.opts.mode {
@@ -196,8 +214,16 @@ pub fn header(state: &State, area: Rect, buf: &mut Buffer) {
         Sort::Total => "total",
         Sort::Name => "name",
     };
+    // The interpreter's frames are named only where the capture has Python frames.
+    let interpreter = if !state.data.has_python() {
+        ""
+    } else if state.no_interpreter {
+        " · interpreter hidden"
+    } else {
+        " · interpreter shown"
+    };
     let mut info = format!(
-        "  selection {} – {} of {} · threads {included}/{} · kernel {} · sort {sort}",
+        "  selection {} – {} of {} · threads {included}/{} · kernel {}{interpreter} · sort {sort}",
         state.label_at(from, span),
         state.label_at(to, span),
         secs(span, span),
@@ -223,6 +249,12 @@ pub fn scopes(state: &State) -> Vec<Scope> {
         s.push(Scope::Flame);
     }
     s.extend([Scope::Nav, Scope::Views]);
+    if state.data.has_python() {
+        s.push(Scope::Python);
+    }
+    if state.diff.is_some() {
+        s.push(Scope::Diff);
+    }
     s
 }
 
@@ -273,6 +305,12 @@ pub fn footer(state: &State, area: Rect, buf: &mut Buffer, now: Instant) {
 /// The `?` overlay: every key of the current screen, from the table.
 pub fn help(state: &State, area: Rect, buf: &mut Buffer) {
     let mut scopes = vec![Scope::Nav, Scope::Views, Scope::Flame];
+    if state.data.has_python() {
+        scopes.insert(2, Scope::Python);
+    }
+    if state.diff.is_some() {
+        scopes.push(Scope::Diff);
+    }
     if state.filtering {
         scopes.insert(0, Scope::Filter);
     }

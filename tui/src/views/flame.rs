@@ -130,7 +130,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let mut crumbs = vec!["all".to_string()];
     crumbs.extend(tree.path(root).iter().map(|&n| label(f, n)));
     let zoom = if root == 0 { "" } else { "  (esc: zoom out)" };
-    put(
+    let after = put(
         buf,
         area.x,
         area.y,
@@ -138,6 +138,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         &format!("Flame · {}{zoom}", crumbs.join(" › ")),
         pal.title(),
     );
+    crate::views::diff::flame_legend(state, area, after, buf);
     let bars_area = bars_area(area);
     let hover = state.flame.hover.as_ref().map(|p| state.resolve(p));
     for b in layout(tree, root, bars_area.width, bars_area.height) {
@@ -146,6 +147,13 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             Some(k) => pal.frame(k.kind, &k.function),
             None => pal.frame(FrameKind::Marker, "all"),
         };
+        // Diff mode: coloured by the change, and a glyph saying it without colour.
+        let mut glyph = "";
+        if let Some((diff_style, g)) = crate::views::diff::flame_frame(state, b.node) {
+            style = diff_style.unwrap_or(style);
+            glyph = g;
+        }
+        let name = format!("{glyph}{name}");
         if b.node == cursor {
             style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
         } else if Some(b.node) == hover {
@@ -188,6 +196,10 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         &format!("{}  [{module}]  {src}", label(f, shown),),
         pal.title(),
     );
+    if state.diff.is_some() {
+        crate::views::diff::flame_details(state, shown, area, y + 1, buf);
+        return;
+    }
     put(
         buf,
         area.x,

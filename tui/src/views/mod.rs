@@ -4,6 +4,7 @@
 
 pub(crate) mod callers;
 pub(crate) mod chrome;
+pub(crate) mod diff;
 pub mod draw;
 pub(crate) mod flame;
 pub(crate) mod flat;

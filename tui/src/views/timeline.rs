@@ -1,11 +1,13 @@
 //! The time strip under every view: samples per time bucket over the whole capture
 //! (idle time is a gap), coloured by the dominant function or thread, with the time
-//! selection that every view follows.
+//! selection that every view follows, and the capture's marks (`hotspot mark`), each a `▼`
+//! on the top row of bars with its text after it.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 
+use crate::model::Timeline;
 use crate::state::State;
 use crate::views::draw::{put, secs};
 
@@ -13,6 +15,9 @@ use crate::views::draw::{put, secs};
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     if area.height == 0 {
         return;
+    }
+    if state.diff.is_some() {
+        return crate::views::diff::timelines(state, area, buf);
     }
     let pal = state.opts.palette;
     let t = &state.cache.timeline;
@@ -56,6 +61,19 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     );
     put(buf, area.x, area.y, area.width, &label, pal.dim());
     let bars = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
+    strip(state, t, (c0, c1), bars, buf);
+    marks(state, bars, start, end, buf);
+}
+
+/// Draws a timeline's bars into `bars`, columns `c0..=c1` as selected.
+pub(crate) fn strip(
+    state: &State,
+    t: &Timeline,
+    (c0, c1): (usize, usize),
+    bars: Rect,
+    buf: &mut Buffer,
+) {
+    let pal = state.opts.palette;
     if bars.height == 0 {
         return;
     }
@@ -100,5 +118,28 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             };
             put(buf, x, y, 1, EIGHTHS[fill], style);
         }
+    }
+}
+
+/// The marks inside the drawn span, left to right: `▼` at the mark's column and its text
+/// after it, cut where the next mark starts.
+fn marks(state: &State, bars: Rect, start: u64, end: u64, buf: &mut Buffer) {
+    let t = &state.cache.timeline;
+    let mut shown: Vec<(u16, &str)> = state
+        .data
+        .capture
+        .marks
+        .iter()
+        .filter(|m| (start..=end).contains(&m.time_ns))
+        .map(|m| (t.column(m.time_ns) as u16, m.text.as_str()))
+        .filter(|&(c, _)| c < bars.width)
+        .collect();
+    shown.sort_by_key(|&(c, _)| c);
+    let style = state.opts.palette.warn();
+    for (i, &(c, text)) in shown.iter().enumerate() {
+        let next = shown.get(i + 1).map_or(bars.width, |&(n, _)| n);
+        let room = next.saturating_sub(c);
+        let label = format!("▼{}", hotspot_replay::sanitize::display(text));
+        put(buf, bars.x + c, bars.y, room, &label, style);
     }
 }

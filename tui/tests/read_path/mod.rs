@@ -220,6 +220,7 @@ pub fn view_options() -> Options {
         palette: Palette::new(ColorMode::Ansi),
         links: None,
         symbol_dirs: Vec::new(),
+        no_interpreter: false,
     }
 }
 

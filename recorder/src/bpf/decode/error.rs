@@ -56,6 +56,10 @@ pub enum DecodeError {
         /// Its state code.
         state: u32,
     },
+    /// A Python part the program never writes: more frames than it can carry, frames
+    /// past the record's end, or an unknown end.
+    #[error("BPF sample has a Python part of {} frames ending {}, which the program never writes", .0.depth, .0.end)]
+    BadPython(super::super::abi::HsPython),
     /// A thread-times record that does not decode.
     #[error(transparent)]
     ThreadTimes(#[from] ThreadTimesError),

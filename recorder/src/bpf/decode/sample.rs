@@ -4,18 +4,20 @@
 use zerocopy::FromBytes;
 
 use super::super::abi::{
-    HEADER_SIZE, HS_REGS_MASK, HS_REGS_NONE, HS_REGS_PERF, HS_REGS_TASK, HS_STACK_END_CAP,
-    HS_STACK_END_FAULT, HS_STACK_END_MAPPING, HS_STACK_END_MASK, HS_STACK_END_NO_VMA,
-    HS_STACK_VMA_BUSY, HsHeader, HsUserRegs, MAX_KERNEL_FRAMES, MAX_STACK, MAX_USER_FRAMES,
-    USER_REGS_SIZE,
+    HEADER_SIZE, HS_PY_END_BOTTOM, HS_PY_END_CAP, HS_PY_END_FAULT, HS_PY_END_FOREIGN,
+    HS_PY_END_NO_STATE, HS_PY_END_STATE_FAULT, HS_PY_FRAME_ENTRY, HS_PYTHON, HS_REGS_MASK,
+    HS_REGS_NONE, HS_REGS_PERF, HS_REGS_TASK, HS_STACK_END_CAP, HS_STACK_END_FAULT,
+    HS_STACK_END_MAPPING, HS_STACK_END_MASK, HS_STACK_END_NO_VMA, HS_STACK_VMA_BUSY, HsHeader,
+    HsPython, HsPythonFrame, HsUserRegs, MAX_KERNEL_FRAMES, MAX_PYTHON_FRAMES, MAX_STACK,
+    MAX_USER_FRAMES, PYTHON_FRAME_SIZE, PYTHON_HEADER_SIZE, USER_REGS_SIZE,
 };
 use super::error::DecodeError;
-use crate::event::{StackEnd, StackSample, UserRegs};
+use crate::event::{PythonEnd, PythonFrame, PythonStack, StackEnd, StackSample, UserRegs};
 
 const FRAME_SIZE: usize = size_of::<u64>();
 
 /// Every bit of `hs_user_regs.flags` the program writes.
-const KNOWN_FLAGS: u32 = HS_REGS_MASK | HS_STACK_END_MASK | HS_STACK_VMA_BUSY;
+const KNOWN_FLAGS: u32 = HS_REGS_MASK | HS_STACK_END_MASK | HS_STACK_VMA_BUSY | HS_PYTHON;
 
 /// The sample after `header`: `rest` is the record past the header, `len` the whole
 /// record's length (less an off-CPU tail).
@@ -43,12 +45,24 @@ pub(super) fn parse_sample(
     }
     let (user_regs, stack_end) = decode_flags(&regs)?;
     let frames_len = (user_depth + kernel_depth) * FRAME_SIZE;
-    let expected = HEADER_SIZE + USER_REGS_SIZE + frames_len + stack_len;
+    let (frames, rest) = rest
+        .split_at_checked(frames_len)
+        .ok_or(DecodeError::LengthMismatch {
+            len,
+            expected: HEADER_SIZE + USER_REGS_SIZE + frames_len + stack_len,
+        })?;
+    let (python, python_len) = if regs.flags & HS_PYTHON != 0 {
+        let (p, n) = parse_python(rest, len)?;
+        (Some(p), n)
+    } else {
+        (None, 0)
+    };
+    let expected = HEADER_SIZE + USER_REGS_SIZE + frames_len + python_len + stack_len;
     if len != expected {
         return Err(DecodeError::LengthMismatch { len, expected });
     }
     // Lengths match, so these splits are in bounds.
-    let (frames, stack) = rest.split_at(frames_len);
+    let stack = &rest[python_len..];
     let (user, kernel) = frames.split_at(user_depth * FRAME_SIZE);
     Ok(StackSample {
         time_ns: header.time_ns,
@@ -61,7 +75,50 @@ pub(super) fn parse_sample(
         regs: user_regs,
         stack: stack.to_vec(),
         stack_end,
+        python,
     })
+}
+
+/// The Python part at the start of `bytes` (an `hs_python` and its frames), and its
+/// length.
+fn parse_python(bytes: &[u8], len: usize) -> Result<(PythonStack, usize), DecodeError> {
+    let (head, rest) =
+        HsPython::read_from_prefix(bytes).map_err(|_| DecodeError::NoRegisters { len })?;
+    let depth = head.depth as usize;
+    let end = match head.end {
+        HS_PY_END_BOTTOM => PythonEnd::Bottom,
+        HS_PY_END_CAP => PythonEnd::Cap,
+        HS_PY_END_FAULT => PythonEnd::Fault,
+        HS_PY_END_NO_STATE => PythonEnd::NoState,
+        HS_PY_END_FOREIGN => PythonEnd::Foreign,
+        HS_PY_END_STATE_FAULT => PythonEnd::StateFault,
+        _ => return Err(DecodeError::BadPython(head)),
+    };
+    if depth > MAX_PYTHON_FRAMES {
+        return Err(DecodeError::BadPython(head));
+    }
+    let body = rest
+        .get(..depth * PYTHON_FRAME_SIZE)
+        .ok_or(DecodeError::BadPython(head))?;
+    let frames = body
+        .chunks_exact(PYTHON_FRAME_SIZE)
+        .map(|c| {
+            let f = HsPythonFrame::read_from_bytes(c).unwrap_or(HsPythonFrame {
+                code: 0,
+                instr: 0,
+                flags: 0,
+            });
+            PythonFrame {
+                code: f.code,
+                instr: f.instr,
+                entry: f.flags & HS_PY_FRAME_ENTRY != 0,
+            }
+        })
+        .collect();
+    Ok((
+        PythonStack { frames, end },
+        PYTHON_HEADER_SIZE + depth * PYTHON_FRAME_SIZE,
+    ))
 }
 
 fn decode_flags(regs: &HsUserRegs) -> Result<(Option<UserRegs>, StackEnd), DecodeError> {

@@ -84,6 +84,7 @@ fn decodes_a_sample_with_both_stacks() {
             regs: None,
             stack: Vec::new(),
             stack_end: StackEnd::Cap,
+            python: None,
         })
     );
 }
@@ -282,13 +283,70 @@ fn rejects_impossible_depths_and_lengths_without_overflow() {
     }
 }
 
+/// A stack sample with a Python part (`HS_PYTHON`) of `frames` (code, instr, flags)
+/// ending `end`, between the kernel frames and the stack bytes.
+fn python_sample(frames: &[(u64, u32, u32)], depth: u32, end: u32, stack: &[u8]) -> Vec<u8> {
+    let mut b = stack_sample(&[0x40_1000], &[], HS_REGS_PERF | HS_PYTHON | (1 << 4), &[]);
+    b.extend_from_slice(&depth.to_ne_bytes());
+    b.extend_from_slice(&end.to_ne_bytes());
+    for (code, instr, flags) in frames {
+        b.extend_from_slice(&code.to_ne_bytes());
+        b.extend_from_slice(&instr.to_ne_bytes());
+        b.extend_from_slice(&flags.to_ne_bytes());
+    }
+    b.extend_from_slice(stack);
+    // The stack length in the registers covers the bytes after the Python part.
+    let at = HEADER_SIZE + std::mem::offset_of!(HsUserRegs, stack_len);
+    b[at..at + 4].copy_from_slice(&(stack.len() as u32).to_ne_bytes());
+    b
+}
+
+#[test]
+fn decodes_the_python_part_between_frames_and_stack() {
+    let b = python_sample(
+        &[(0xc0de, 0x40, HS_PY_FRAME_ENTRY), (0xc0d3, 8, 0)],
+        2,
+        HS_PY_END_CAP,
+        &[7, 8, 9],
+    );
+    let Ok(Event::Sample(s)) = parse_event(&b) else {
+        panic!("{:?}", parse_event(&b));
+    };
+    let py = s.python.expect("a Python part");
+    assert_eq!(py.end, crate::event::PythonEnd::Cap);
+    assert_eq!(
+        py.frames,
+        vec![
+            crate::event::PythonFrame {
+                code: 0xc0de,
+                instr: 0x40,
+                entry: true
+            },
+            crate::event::PythonFrame {
+                code: 0xc0d3,
+                instr: 8,
+                entry: false
+            },
+        ]
+    );
+    assert_eq!(s.stack, vec![7, 8, 9], "the stack follows the Python part");
+    // A depth past what the program carries, frames past the record, an unknown end.
+    for bad in [
+        python_sample(&[], HS_MAX_PYTHON_FRAMES + 1, HS_PY_END_BOTTOM, &[]),
+        python_sample(&[(1, 2, 0)], 3, HS_PY_END_BOTTOM, &[]),
+        python_sample(&[], 0, 99, &[]),
+    ] {
+        assert!(parse_event(&bad).is_err(), "{bad:?}");
+    }
+}
+
 #[test]
 fn rejects_flags_the_program_never_writes() {
     for flags in [
-        3 | (1 << 4),                       // unknown register source
-        HS_REGS_PERF,                       // no stack end
-        HS_REGS_PERF | (5 << 4),            // unknown stack end
-        HS_REGS_PERF | (1 << 4) | (1 << 9), // reserved bit
+        3 | (1 << 4),                        // unknown register source
+        HS_REGS_PERF,                        // no stack end
+        HS_REGS_PERF | (5 << 4),             // unknown stack end
+        HS_REGS_PERF | (1 << 4) | (1 << 10), // reserved bit
         u32::MAX,
     ] {
         assert!(

@@ -9,6 +9,7 @@
 mod flame;
 pub mod gate;
 pub mod significance;
+pub mod threads;
 
 pub use flame::write_svg;
 
@@ -22,6 +23,7 @@ use serde::Serialize;
 use super::slice::Slice;
 use super::{DEFAULT_TOP, ExportError, ExportOptions, folded, pct};
 use crate::metric::{self, Metric};
+use crate::model::aggregate::FlatRow;
 use crate::names::FunctionKey;
 use crate::sanitize::display;
 
@@ -136,6 +138,33 @@ impl Diff {
     pub fn significant(&self, p: f64) -> bool {
         p < self.alpha
     }
+
+    /// The adjusted p-values of a change's self and total on the diff's scale: what its
+    /// marks (text `*`, the views' dimming) are decided by.
+    pub fn p_values(&self, c: &Change) -> [f64; 2] {
+        match self.scale {
+            Scale::Share => [c.self_p, c.total_p],
+            Scale::Rate => [c.self_rate_p, c.total_rate_p],
+        }
+    }
+
+    /// Whether a change's self and total are beyond noise on the diff's scale.
+    pub fn marks(&self, c: &Change) -> [bool; 2] {
+        self.p_values(c).map(|p| self.significant(p))
+    }
+}
+
+/// What functions of two captures are matched by: name, module without its shared-object
+/// version ([`match_module`]), and kind.
+pub type MatchKey = (Arc<str>, Arc<str>, crate::kind::FrameKind);
+
+/// A function's [`MatchKey`].
+pub fn match_key(k: &FunctionKey) -> MatchKey {
+    (
+        k.function.clone(),
+        Arc::from(match_module(&k.module)),
+        k.kind,
+    )
 }
 
 /// The module name functions match by: a shared object's version suffix dropped
@@ -160,27 +189,62 @@ pub fn diff(base: &Slice, new: &Slice) -> Diff {
     diff_with(base, new, &DiffOptions::default())
 }
 
+/// What a diff needs of one side: a selection's flat profile and where it sits. A
+/// [`Slice`] gives one ([`Summary::of`]); so does anything else holding the same flat rows
+/// (the views' fold), so the views compare exactly as `hotspot diff` does.
+#[derive(Debug, Clone, Copy)]
+pub struct Summary<'a> {
+    /// The capture's file name, sanitised.
+    pub file: &'a str,
+    /// The selection's flat rows ([`crate::model::aggregate::flat`]).
+    pub flat: &'a [FlatRow],
+    /// Weight selected (what shares are of).
+    pub total: u64,
+    /// Seconds the selection covers ([`Extent::duration_s`](super::slice::Extent::duration_s)).
+    pub duration_s: f64,
+    /// One period in ns under the metric ([`Capture::period_ns`](crate::Capture::period_ns)).
+    pub period_ns: u64,
+    pub metric: Metric,
+}
+
+impl<'a> Summary<'a> {
+    /// A slice's, with its flat rows (`slice.flat()`) and file name.
+    pub fn of(slice: &Slice, flat: &'a [FlatRow], file: &'a str) -> Summary<'a> {
+        Summary {
+            file,
+            flat,
+            total: slice.total,
+            duration_s: slice.duration_s(),
+            period_ns: slice.period_ns(),
+            metric: slice.metric(),
+        }
+    }
+}
+
 /// Compares the functions of `base` and `new`.
 pub fn diff_with(base: &Slice, new: &Slice, options: &DiffOptions) -> Diff {
+    let (fb, fnew) = (base.flat(), new.flat());
+    let (nb, nn) = (base.file_name(), new.file_name());
+    diff_summaries(
+        &Summary::of(base, &fb, &nb),
+        &Summary::of(new, &fnew, &nn),
+        options,
+    )
+}
+
+/// Compares the functions of two sides given by their flat profiles.
+pub fn diff_summaries(base: &Summary, new: &Summary, options: &DiffOptions) -> Diff {
     // Matched by (name, module without its version, kind); shown by the new capture's
     // module name where it has the function, else the base's.
-    type MatchKey = (Arc<str>, Arc<str>, crate::kind::FrameKind);
     let mut both: BTreeMap<MatchKey, (FunctionKey, [u64; 4])> = BTreeMap::new();
-    let match_key = |k: &FunctionKey| -> MatchKey {
-        (
-            k.function.clone(),
-            Arc::from(match_module(&k.module)),
-            k.kind,
-        )
-    };
-    for r in base.flat() {
+    for r in base.flat {
         let e = both
             .entry(match_key(&r.key))
             .or_insert_with(|| (r.key.clone(), [0; 4]));
         e.1[0] += r.self_samples;
         e.1[1] += r.total_samples;
     }
-    for r in new.flat() {
+    for r in new.flat {
         let e = both
             .entry(match_key(&r.key))
             .or_insert_with(|| (r.key.clone(), [0; 4]));
@@ -189,8 +253,8 @@ pub fn diff_with(base: &Slice, new: &Slice, options: &DiffOptions) -> Diff {
         e.1[3] += r.total_samples;
     }
     let (nb, nn) = (base.total, new.total);
-    let (db, dn) = (base.duration_s(), new.duration_s());
-    let (pb, pn) = (base.period_ns(), new.period_ns());
+    let (db, dn) = (base.duration_s, new.duration_s);
+    let (pb, pn) = (base.period_ns, new.period_ns);
     // Sampling opportunities each capture had: covered time over its period.
     let opportunities = |d: f64, period: u64| {
         if period == 0 {
@@ -268,11 +332,11 @@ pub fn diff_with(base: &Slice, new: &Slice, options: &DiffOptions) -> Diff {
         }),
     }
     Diff {
-        base_file: base.file_name(),
-        new_file: new.file_name(),
+        base_file: base.file.to_string(),
+        new_file: new.file.to_string(),
         base_samples: nb,
         new_samples: nn,
-        metric: new.metric(),
+        metric: new.metric,
         base_period_ns: pb,
         new_period_ns: pn,
         base_duration_s: db,
@@ -292,8 +356,60 @@ pub fn write_text(
     out: &mut dyn Write,
 ) -> Result<(), ExportError> {
     let d = diff_with(base, new, &options.diff);
-    out.write_all(table(&d, options.top.unwrap_or(DEFAULT_TOP)).as_bytes())?;
+    let top = options.top.unwrap_or(DEFAULT_TOP);
+    let mut text = table(&d, top);
+    if let Some(t) = threads::compare(base, new) {
+        thread_table(&mut text, &t, top);
+    }
+    out.write_all(text.as_bytes())?;
     Ok(())
+}
+
+/// The text diff's part on threads ([`threads`]): wall, CPU and off-CPU seconds per
+/// thread name in both captures.
+fn thread_table(o: &mut String, t: &[threads::ThreadChange], top: usize) {
+    let _ = writeln!(
+        o,
+        "\nwall time per thread name, in s (kernel-measured over each whole recording, not \
+         sampled; Δ in % of the base)"
+    );
+    let _ = writeln!(
+        o,
+        "{:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}  thread",
+        "Δwall", "base", "new", "cpu base", "cpu new", "off base", "off new", "threads"
+    );
+    let s = |ns: Option<u64>| match ns {
+        Some(ns) => format!("{:>9.3}", ns as f64 / 1e9),
+        None => format!("{:>9}", "-"),
+    };
+    for c in t.iter().take(top) {
+        let growth = match (c.wall_growth(), c.new) {
+            (Some(g), _) => format!("{:>+7.1}%", g),
+            (None, Some(_)) => "     new".to_string(),
+            (None, None) => "    gone".to_string(),
+        };
+        let count = |t: Option<threads::ThreadTime>| t.map_or(0, |t| t.threads);
+        let _ = writeln!(
+            o,
+            "{growth} {} {} {} {} {} {} {:>3}/{:<3}  {}",
+            s(c.base.map(|t| t.wall_ns())),
+            s(c.new.map(|t| t.wall_ns())),
+            s(c.base.map(|t| t.on_cpu_ns)),
+            s(c.new.map(|t| t.on_cpu_ns)),
+            s(c.base.map(|t| t.off_ns())),
+            s(c.new.map(|t| t.off_ns())),
+            count(c.base),
+            count(c.new),
+            display(&c.name),
+        );
+    }
+    if t.len() > top {
+        let _ = writeln!(
+            o,
+            "({} more thread names; --top N shows more)",
+            t.len() - top
+        );
+    }
 }
 
 fn table(d: &Diff, top: usize) -> String {
@@ -351,7 +467,7 @@ fn table(d: &Diff, top: usize) -> String {
     let shown: Vec<&Change> = d.changes.iter().take(top).collect();
     let modules: Vec<String> = shown.iter().map(|c| display(&c.key.module)).collect();
     let width = super::text::module_width(&modules);
-    let mark = |p: f64| if d.significant(p) { '*' } else { ' ' };
+    let mark = |on: bool| if on { '*' } else { ' ' };
     match d.scale {
         Scale::Share => {
             let _ = writeln!(
@@ -360,15 +476,16 @@ fn table(d: &Diff, top: usize) -> String {
                 "Δself", "base", "new", "Δtotal", "base", "new", "module"
             );
             for (c, module) in shown.iter().zip(&modules) {
+                let [self_mark, total_mark] = d.marks(c);
                 let _ = writeln!(
                     o,
                     "{:>+8.2}{} {:>6.2}% {:>6.2}% {:>+8.2}{} {:>6.2}% {:>6.2}%  {:<width$}  {}",
                     round2(c.delta_self),
-                    mark(c.self_p),
+                    mark(self_mark),
                     share(c.base_self, d.base_samples),
                     share(c.new_self, d.new_samples),
                     round2(c.delta_total),
-                    mark(c.total_p),
+                    mark(total_mark),
                     share(c.base_total, d.base_samples),
                     share(c.new_total, d.new_samples),
                     module,
@@ -388,15 +505,16 @@ fn table(d: &Diff, top: usize) -> String {
                 None => "       -".to_string(),
             };
             for (c, module) in shown.iter().zip(&modules) {
+                let [self_mark, total_mark] = d.marks(c);
                 let _ = writeln!(
                     o,
                     "{}{} {:>8.2} {:>8.2} {}{} {:>8.2} {:>8.2}  {:<width$}  {}",
                     growth(c.base_self_rate, c.new_self_rate),
-                    mark(c.self_rate_p),
+                    mark(self_mark),
                     c.base_self_rate,
                     c.new_self_rate,
                     growth(c.base_total_rate, c.new_total_rate),
-                    mark(c.total_rate_p),
+                    mark(total_mark),
                     c.base_total_rate,
                     c.new_total_rate,
                     module,
@@ -443,6 +561,7 @@ struct Row {
     name: String,
     module: String,
     kernel: bool,
+    kind: &'static str,
     base_self: u64,
     new_self: u64,
     base_total: u64,
@@ -470,6 +589,45 @@ struct Row {
 }
 
 #[derive(Serialize)]
+struct ThreadSide {
+    threads: u32,
+    on_cpu_ns: u64,
+    sleeping_ns: u64,
+    uninterruptible_ns: u64,
+    runnable_ns: u64,
+    wall_ns: u64,
+}
+
+#[derive(Serialize)]
+struct ThreadRow {
+    name: String,
+    base: Option<ThreadSide>,
+    new: Option<ThreadSide>,
+    /// `null` for a thread name the base lacks.
+    wall_growth_pct: Option<f64>,
+}
+
+fn thread_rows(t: &[threads::ThreadChange], top: Option<usize>) -> Vec<ThreadRow> {
+    let side = |t: threads::ThreadTime| ThreadSide {
+        threads: t.threads,
+        on_cpu_ns: t.on_cpu_ns,
+        sleeping_ns: t.off_cpu_ns[0],
+        uninterruptible_ns: t.off_cpu_ns[1],
+        runnable_ns: t.off_cpu_ns[2],
+        wall_ns: t.wall_ns(),
+    };
+    t.iter()
+        .take(top.unwrap_or(usize::MAX))
+        .map(|c| ThreadRow {
+            name: display(&c.name),
+            base: c.base.map(side),
+            new: c.new.map(side),
+            wall_growth_pct: c.wall_growth().map(round2),
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
 struct Significance {
     share_test: &'static str,
     rate_test: &'static str,
@@ -490,6 +648,9 @@ struct Document {
     significance: Significance,
     scale: &'static str,
     changes: Vec<Row>,
+    /// Wall time per thread name, when both captures have off-CPU data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    threads: Option<Vec<ThreadRow>>,
 }
 
 /// Writes the `hotspot-diff` JSON document (see `docs/json-schema.md`), newline-terminated;
@@ -500,11 +661,12 @@ pub fn write_json(
     options: &ExportOptions,
     out: &mut dyn Write,
 ) -> Result<(), ExportError> {
-    out.write_all(document(&diff_with(base, new, &options.diff), options.top).as_bytes())?;
+    let threads = threads::compare(base, new).map(|t| thread_rows(&t, options.top));
+    out.write_all(document(&diff_with(base, new, &options.diff), options.top, threads).as_bytes())?;
     Ok(())
 }
 
-fn document(d: &Diff, top: Option<usize>) -> String {
+fn document(d: &Diff, top: Option<usize>, threads: Option<Vec<ThreadRow>>) -> String {
     let changes = d
         .changes
         .iter()
@@ -513,6 +675,7 @@ fn document(d: &Diff, top: Option<usize>) -> String {
             name: display(&c.key.function),
             module: display(&c.key.module),
             kernel: c.key.kind.is_kernel(),
+            kind: c.key.kind.name(),
             base_self: c.base_self,
             new_self: c.new_self,
             base_total: c.base_total,
@@ -578,6 +741,7 @@ fn document(d: &Diff, top: Option<usize>) -> String {
         },
         scale: d.scale.name(),
         changes,
+        threads,
     };
     let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
     s.push('\n');

@@ -1,0 +1,177 @@
+//! Merging segments: what a history of several segments says about its interpreted
+//! processes is the sum of what each segment's recorder counted, and a history spanning a
+//! reboot reads on one clock.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use hotspot_format::merge::{Window, merge};
+use hotspot_format::records::{InterpreterProcess, InterpreterStatus, Language};
+use hotspot_format::{
+    Frame, FrameAddr, Module, ModuleKind, Process, Record, Sample, SessionHeader, Stack, Writer,
+    read_all,
+};
+
+/// A segment starting at `start_ns` with one sample of a Python process (pid 7), whose
+/// recorder wrote the process's interpreter twice (on recognition, then with its counts).
+fn segment(start_ns: u64, samples: u64, merged: u64) -> Vec<u8> {
+    booted(common::session(), "python3", &[start_ns], samples, merged)
+}
+
+/// A segment recorded under `session`, with samples of pid 7 (named `name`, started at
+/// monotonic 1,000 ns of its boot) at `times`.
+fn booted(session: SessionHeader, name: &str, times: &[u64], samples: u64, merged: u64) -> Vec<u8> {
+    let mut w = Writer::new(Vec::new(), session).unwrap();
+    let python = InterpreterProcess {
+        pid: 7,
+        start_ns: 1_000,
+        language: Language::default(),
+        path: "/usr/bin/python3".into(),
+        version: "3.11".into(),
+        status: InterpreterStatus::Walked,
+        ..InterpreterProcess::default()
+    };
+    let records = [
+        Record::Process(Process {
+            pid: 7,
+            ppid: 1,
+            name: name.into(),
+            cmdline: vec!["python3".into()],
+            exe: "/usr/bin/python3".into(),
+            start_ns: 1_000,
+        }),
+        Record::InterpreterProcess(python.clone()),
+        Record::Module(Module {
+            id: 0,
+            kind: ModuleKind::Elf,
+            path: "/usr/bin/python3".into(),
+            build_id: vec![1],
+        }),
+        Record::Frame(Frame {
+            id: 0,
+            module: 0,
+            addr: FrameAddr::FileOffset(0x10),
+        }),
+        Record::Stack(Stack {
+            id: 0,
+            frames: vec![0],
+        }),
+    ];
+    for r in records {
+        w.push(r).unwrap();
+    }
+    for &time_ns in times {
+        w.push_sample(Sample {
+            time_ns,
+            tid: 7,
+            cpu: 0,
+            stack: 0,
+        })
+        .unwrap();
+    }
+    w.push(Record::InterpreterProcess(InterpreterProcess {
+        samples,
+        merged,
+        mismatched: samples - merged,
+        ..python
+    }))
+    .unwrap();
+    let end = times.iter().max().unwrap() + 1;
+    w.finish(0, end, 0).unwrap()
+}
+
+fn interpreters(data: &[u8]) -> Vec<InterpreterProcess> {
+    let (records, _) = read_all(data).unwrap();
+    records
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::InterpreterProcess(p) => Some(p),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_history_counts_an_interpreted_process_over_every_segment() {
+    let segs = [
+        segment(10_000, 100, 90),
+        segment(20_000, 50, 50),
+        segment(30_000, 7, 1),
+    ];
+    let refs: Vec<&[u8]> = segs.iter().map(|s| s.as_slice()).collect();
+    let (out, stats) = merge(&refs, Vec::new(), Window::default(), None).unwrap();
+    assert_eq!(stats.used, 3);
+    // The last record for the process is the one a reader keeps.
+    let last = interpreters(&out).pop().expect("an interpreter record");
+    assert_eq!((last.samples, last.merged, last.mismatched), (157, 141, 16));
+    assert_eq!(last.version, "3.11");
+
+    // A window of the middle segment counts only the segment it uses.
+    let window = Window {
+        from_ns: Some(15_000),
+        to_ns: Some(25_000),
+    };
+    let (out, stats) = merge(&refs, Vec::new(), window, None).unwrap();
+    assert_eq!(stats.used, 1);
+    let last = interpreters(&out).pop().expect("an interpreter record");
+    assert_eq!((last.samples, last.merged), (50, 50));
+}
+
+/// The UTC time (ns) of each sample of a capture, by its session header's anchor, and the
+/// names of its processes.
+fn utc_samples_and_names(data: &[u8]) -> (Vec<u64>, Vec<String>) {
+    let (records, _) = read_all(data).unwrap();
+    let mut anchor = None;
+    let (mut times, mut names) = (Vec::new(), Vec::new());
+    for r in records {
+        match r {
+            Record::Session(s) => anchor = Some((s.start_wall_ns, s.start_mono_ns)),
+            Record::Process(p) => names.push(p.name),
+            Record::Samples(b) => {
+                let (wall, mono) = anchor.expect("the session comes first");
+                times.extend(b.samples.iter().map(|s| wall + s.time_ns - mono));
+            }
+            _ => {}
+        }
+    }
+    (times, names)
+}
+
+const S: u64 = 1_000_000_000;
+
+#[test]
+fn a_history_across_a_reboot_reads_on_the_oldest_segments_clock() {
+    // Before the reboot: up 5 s at the segment's start, samples 1 and 2 s later.
+    let before = common::session();
+    let wall0 = before.start_wall_ns;
+    let a = booted(before.clone(), "before", &[6 * S, 7 * S], 2, 2);
+    // 100 s later, after a reboot: up 2 s, so its monotonic times are smaller than the
+    // first boot's; and the same pid with the same start.
+    let after = SessionHeader {
+        start_wall_ns: wall0 + 100 * S,
+        start_mono_ns: 2 * S,
+        ..before.clone()
+    };
+    let b = booted(after, "after", &[3 * S, 4 * S], 2, 2);
+    let (utc_a, _) = utc_samples_and_names(&a);
+    let (utc_b, _) = utc_samples_and_names(&b);
+    let (out, stats) = merge(&[&a, &b], Vec::new(), Window::default(), None).unwrap();
+    assert_eq!(stats.samples, 4);
+    let (utc, names) = utc_samples_and_names(&out);
+    // Every sample keeps its UTC time, in order; the two boots' pid 7 are two processes.
+    assert_eq!(utc, [utc_a, utc_b].concat());
+    assert_eq!(names, ["before", "after"]);
+    let shifts = hotspot_format::merge::clock_shifts(&[&a, &b]).unwrap();
+    assert_eq!(shifts, [0, 103 * S]);
+
+    // A wall clock set back across the reboot still keeps the later boot after the first.
+    let back = SessionHeader {
+        start_wall_ns: wall0 - 1000 * S,
+        start_mono_ns: 2 * S,
+        ..before
+    };
+    let c = booted(back, "after", &[3 * S], 1, 1);
+    let (out, _) = merge(&[&a, &c], Vec::new(), Window::default(), None).unwrap();
+    let (utc, _) = utc_samples_and_names(&out);
+    assert!(utc.windows(2).all(|w| w[0] < w[1]), "{utc:?}");
+}
