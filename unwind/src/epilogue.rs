@@ -1,8 +1,10 @@
-//! Straight-line epilogues in code without CFI: the instructions at a return address up
-//! to `ret`, when they only pop and add to the stack pointer. CPython 3.12's `-X perf`
-//! trampolines are `sub $8,%rsp; call *%rcx; add $8,%rsp; ret` in anonymous memory, with
-//! no frame pointer for the frame-pointer rule: reading `add $8,%rsp; ret` at the return
-//! address gives the caller exactly.
+//! Straight-line epilogues in code without CFI: the instructions at a return address (or
+//! at an interrupted PC) up to `ret`, when they only pop and move the stack pointer by a
+//! constant. CPython 3.12's `-X perf` trampolines are `sub $8,%rsp; call *%rcx; add
+//! $8,%rsp; ret` in anonymous memory, with no frame pointer for the frame-pointer rule:
+//! reading `add $8,%rsp; ret` at the return address gives the caller exactly. glibc's
+//! `_fini` (`endbr64; sub $8,%rsp; add $8,%rsp; ret`, no FDE) sampled anywhere is the same:
+//! run forward to its `ret`.
 
 use crate::End;
 use crate::rule::{Rbx, State};
@@ -41,6 +43,15 @@ pub(crate) fn unwind(code: &[u8], st: &mut State, stack: &StackCopy) -> Option<R
                 sp = sp.checked_add(u64::try_from(imm).ok()?)?;
                 at += 7;
             }
+            // sub $imm8, %rsp (a leaf function's prologue; the walk must still reach `ret`
+            // with the stack pointer above where it started, see `finish`)
+            [0x48, 0x83, 0xec, imm, ..] => {
+                let imm = i8::from_le_bytes([*imm]);
+                sp = sp.checked_sub(u64::try_from(imm).ok()?)?;
+                at += 4;
+            }
+            // endbr64
+            [0xf3, 0x0f, 0x1e, 0xfa, ..] => at += 4,
             // pop %rbp
             [0x5d, ..] => {
                 bp = Some(match stack.read_u64(sp) {
@@ -177,6 +188,29 @@ mod tests {
         let r = unwind(&[0xc9, 0xc3], &mut st, &copy(&bytes));
         assert_eq!(r, Some(Ok(true)));
         assert_eq!((st.ip, st.sp, st.bp), (0x5555, 0x1020, Some(0x3000)));
+    }
+
+    #[test]
+    fn glibc_fini_from_any_instruction() {
+        // _fini: endbr64; sub $8,%rsp; add $8,%rsp; ret
+        let code = [
+            0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x83, 0xec, 0x08, 0x48, 0x83, 0xc4, 0x08, 0xc3,
+        ];
+        // Sampled at the entry or the sub: the return address is at sp; after the sub, one
+        // word up; at the ret, at sp again.
+        for (at, slot) in [(0usize, 0usize), (4, 0), (8, 1), (12, 0)] {
+            let mut ws = vec![0xdead; 2];
+            ws[slot] = 0x4242;
+            let bytes = words(&ws);
+            let mut st = state();
+            let r = unwind(&code[at..], &mut st, &copy(&bytes));
+            assert_eq!(r, Some(Ok(true)), "at {at}");
+            assert_eq!(
+                (st.ip, st.sp),
+                (0x4242, 0x1008 + 8 * slot as u64),
+                "at {at}"
+            );
+        }
     }
 
     #[test]

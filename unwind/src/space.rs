@@ -22,10 +22,11 @@ pub trait AddressSpace {
     /// still found in it).
     fn code_at(&mut self, avma: u64) -> CodeAt<'_>;
 
-    /// Up to `buf.len()` bytes of the code at `avma`, asked only for executable memory
-    /// without CFI ([`CodeAt::Anonymous`]) at a return address: a plain epilogue there
-    /// (`add $8,%rsp; ret`, as CPython 3.12's perf trampolines end) gives the caller where
-    /// the frame-pointer rule cannot. Returns how many bytes were read; by default none.
+    /// Up to `buf.len()` bytes of the code at `avma`, asked only where there is no CFI:
+    /// in executable memory without a file ([`CodeAt::Anonymous`]) at any frame, in a
+    /// module only at the sampled PC. A plain epilogue there (`add $8,%rsp; ret`, as
+    /// CPython 3.12's perf trampolines and glibc's `_fini` end) gives the caller where the
+    /// frame-pointer rule cannot. Returns how many bytes were read; by default none.
     fn read_code(&mut self, avma: u64, buf: &mut [u8]) -> usize {
         let _ = (avma, buf);
         0

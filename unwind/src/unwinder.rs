@@ -107,9 +107,13 @@ impl Unwinder {
                     rule.apply(&mut st, stack)
                 }
                 None => {
+                    // Code is read for JIT code at any frame, and in a module only at an
+                    // interrupted PC (the leaf): a module's code without an FDE at a return
+                    // address is rare, and each read costs the recorder a syscall.
+                    let interrupted = exact;
                     exact = false;
                     let mut code = [0u8; epilogue::CODE_BYTES];
-                    let n = if anonymous {
+                    let n = if anonymous || interrupted {
                         space.read_code(st.ip, &mut code)
                     } else {
                         0

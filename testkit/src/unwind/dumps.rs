@@ -258,6 +258,18 @@ impl Process {
 }
 
 impl AddressSpace for Process {
+    /// A module's code from its file (the dumps hold no code; JIT code has none here).
+    fn read_code(&mut self, avma: u64, buf: &mut [u8]) -> usize {
+        let Some((m, Some(module))) = self.find(avma) else {
+            return 0;
+        };
+        let at = (avma - m.start + m.offset) as usize;
+        let code = module.data.get(at..).unwrap_or(&[]);
+        let n = buf.len().min(code.len());
+        buf[..n].copy_from_slice(&code[..n]);
+        n
+    }
+
     fn code_at(&mut self, avma: u64) -> CodeAt<'_> {
         match self.find(avma) {
             None => CodeAt::Unmapped,
