@@ -1,7 +1,8 @@
 //! End-to-end tests of Python frames (issue 26) with the real BPF program: scripts in
 //! `tests/python_e2e/` recorded on every CPython 3.8–3.13 pyenv has installed and on
-//! Debian's `/usr/bin/python3`, read back with [`Capture`]; and a process that only looks
-//! like CPython (testkit's fake interpreter, a crafted thread state).
+//! Debian's `/usr/bin/python3`, read back with [`Capture`], the 70/30 split beside
+//! py-spy's on the same script; and a process that only looks like CPython (testkit's fake
+//! interpreter, a crafted thread state).
 //!
 //! They need root (CAP_BPF + CAP_PERFMON) and the interpreters; without them they fail
 //! naming what is missing, never skip.
@@ -76,6 +77,61 @@ fn has(stack: &[FrameName], function: &str) -> bool {
         .any(|f| is_python(f) && &*f.function == function)
 }
 
+/// `py-spy record --nonblocking` (from PyPI, put in `target/py-spy` by `tools/test`) on
+/// split.py run by `exe`: the samples under `seventy` and under `thirty`.
+fn py_spy_split(exe: &Path, raw: &Path) -> (f64, f64) {
+    let py_spy = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/py-spy/bin/py-spy");
+    assert!(
+        py_spy.exists(),
+        "{} is missing: run tools/test (it installs py-spy from PyPI into a venv there)",
+        py_spy.display()
+    );
+    let out = Command::new(&py_spy)
+        .args([
+            "record",
+            "--nonblocking",
+            "-r",
+            "499",
+            "--format",
+            "raw",
+            "-o",
+        ])
+        .arg(raw)
+        .arg("--")
+        .arg(exe)
+        .args([&script("split.py"), "3"])
+        .output()
+        .expect("run py-spy");
+    assert!(
+        out.status.success(),
+        "py-spy on {}: {}",
+        exe.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Raw lines: `main (split.py:22);seventy (split.py:10);work (split.py:6) COUNT`.
+    let text = std::fs::read_to_string(raw).expect("py-spy's output");
+    let (mut seventy, mut thirty) = (0.0, 0.0);
+    for line in text.lines() {
+        let Some((stack, count)) = line.trim_end().rsplit_once(' ') else {
+            continue;
+        };
+        let Ok(count) = count.parse::<f64>() else {
+            continue;
+        };
+        let called = |name: &str| {
+            stack
+                .split(';')
+                .any(|f| f.trim_start().starts_with(&format!("{name} (")))
+        };
+        if called("seventy") {
+            seventy += count;
+        } else if called("thirty") {
+            thirty += count;
+        }
+    }
+    (seventy, thirty)
+}
+
 #[test]
 fn split_7030_at_python_level_on_every_interpreter() {
     let d = tmp();
@@ -104,13 +160,18 @@ fn split_7030_at_python_level_on_every_interpreter() {
             })
         });
         let share = seventy / (seventy + thirty).max(1.0);
+        // The peer on the same script: py-spy without pausing the target.
+        let (py_seventy, py_thirty) = py_spy_split(&exe, &d.path().join(format!("{version}.txt")));
+        let py_share = py_seventy / (py_seventy + py_thirty).max(1.0);
         let ok = seventy + thirty > 300.0
             && (share - 0.7).abs() <= 0.05
+            && py_seventy + py_thirty > 100.0
+            && (share - py_share).abs() <= 0.05
             // Start-up and shutdown run no Python: the rest is main's.
             && in_main / total >= 0.85
             && lines_ok;
         let line = format!(
-            "{version}: seventy {seventy} thirty {thirty} share {share:.3}, main {in_main} of {total}, work at its lines: {lines_ok}"
+            "{version}: seventy {seventy} thirty {thirty} share {share:.3} (py-spy --nonblocking {py_seventy}/{py_thirty}: {py_share:.3}), main {in_main} of {total}, work at its lines: {lines_ok}"
         );
         eprintln!("{line}");
         if !ok {
