@@ -251,6 +251,27 @@ fn block_for_time_indexed(data: &[u8], index: &Index, t_ns: u64) -> Option<Optio
 /// from the end for the last valid block. `None` when that block holds no complete index
 /// (the capture was cut off, or is not a capture).
 pub fn find_index(data: &[u8]) -> Option<Index> {
+    last_block(data)?.into_iter().find_map(|r| match r {
+        Record::Index(index) if index.complete => Some(index),
+        _ => None,
+    })
+}
+
+/// The session header in a capture's first block (where a writer puts it), decoding that
+/// block alone; `None` when the first block is damaged or holds none.
+pub fn first_session(data: &[u8]) -> Option<crate::records::SessionHeader> {
+    match Reader::new(data).ok()?.next()? {
+        Event::Block(b) if b.seq == 0 => b.records.into_iter().find_map(|r| match r {
+            Record::Session(s) => Some(s),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// The records of a capture's last valid block, found by scanning backwards from the end
+/// (a cleanly finished capture's holds its complete index and its end).
+pub fn last_block(data: &[u8]) -> Option<Vec<Record>> {
     FileHeader::parse(data).ok()?;
     let mut unpacker = Unpacker::new();
     let mut end = data.len();
@@ -263,10 +284,7 @@ pub fn find_index(data: &[u8]) -> Option<Index> {
         if let Probe::Complete(h) = block::probe(data, pos) {
             let payload = &data[pos + BLOCK_HEADER_LEN..pos + h.block_len()];
             if let Ok(decoded) = unpacker.unpack(&h, payload) {
-                return decoded.records.into_iter().find_map(|r| match r {
-                    Record::Index(index) if index.complete => Some(index),
-                    _ => None,
-                });
+                return Some(decoded.records);
             }
         }
         // Search again strictly before this marker.

@@ -8,8 +8,8 @@ mod common;
 use hotspot_format::merge::{Window, merge};
 use hotspot_format::records::{InterpreterProcess, InterpreterStatus, Language};
 use hotspot_format::{
-    Frame, FrameAddr, Module, ModuleKind, Process, Record, Sample, SessionHeader, Stack, Writer,
-    read_all,
+    Frame, FrameAddr, Mark, Module, ModuleKind, Process, Record, Sample, SessionHeader, Stack,
+    Writer, read_all,
 };
 
 /// A segment starting at `start_ns` with one sample of a Python process (pid 7), whose
@@ -21,6 +21,18 @@ fn segment(start_ns: u64, samples: u64, merged: u64) -> Vec<u8> {
 /// A segment recorded under `session`, with samples of pid 7 (named `name`, started at
 /// monotonic 1,000 ns of its boot) at `times`.
 fn booted(session: SessionHeader, name: &str, times: &[u64], samples: u64, merged: u64) -> Vec<u8> {
+    marked(session, name, times, &[], samples, merged)
+}
+
+/// [`booted`], with marks taken at `marks`.
+fn marked(
+    session: SessionHeader,
+    name: &str,
+    times: &[u64],
+    marks: &[u64],
+    samples: u64,
+    merged: u64,
+) -> Vec<u8> {
     let mut w = Writer::new(Vec::new(), session).unwrap();
     let python = InterpreterProcess {
         pid: 7,
@@ -59,6 +71,13 @@ fn booted(session: SessionHeader, name: &str, times: &[u64], samples: u64, merge
     ];
     for r in records {
         w.push(r).unwrap();
+    }
+    for &time_ns in marks {
+        w.push(Record::Mark(Mark {
+            time_ns,
+            text: format!("at {time_ns}"),
+        }))
+        .unwrap();
     }
     for &time_ns in times {
         w.push_sample(Sample {
@@ -174,4 +193,65 @@ fn a_history_across_a_reboot_reads_on_the_oldest_segments_clock() {
     let (out, _) = merge(&[&a, &c], Vec::new(), Window::default(), None).unwrap();
     let (utc, _) = utc_samples_and_names(&out);
     assert!(utc.windows(2).all(|w| w[0] < w[1]), "{utc:?}");
+}
+
+/// The marks of a capture, by time.
+fn marks(data: &[u8]) -> Vec<u64> {
+    let (records, _) = read_all(data).unwrap();
+    records
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Mark(m) => Some(m.time_ns),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_window_passes_over_the_finished_segments_it_misses_undecoded() {
+    // Segments starting at 10, 20 and 30 s, two samples each; the third took a mark
+    // dropped at 25 s, while no segment was being written.
+    let at = |start: u64| SessionHeader {
+        start_mono_ns: start * S,
+        ..common::session()
+    };
+    let segs = [
+        booted(at(10), "a", &[11 * S, 12 * S], 2, 2),
+        booted(at(20), "b", &[21 * S, 22 * S], 2, 2),
+        marked(at(30), "c", &[31 * S, 32 * S], &[25 * S], 2, 2),
+    ];
+    let refs: Vec<&[u8]> = segs.iter().map(|s| s.as_slice()).collect();
+    let window = |from: u64, to: u64| Window {
+        from_ns: Some(from),
+        to_ns: Some(to),
+    };
+    // Inside the middle segment: the first is neither used nor decoded; the third is
+    // decoded for a mark it may have taken (dropped after the second started), not used.
+    let (out, stats) = merge(
+        &refs,
+        Vec::new(),
+        window(20 * S + S / 2, 22 * S + S / 2),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        (stats.segments, stats.used, stats.decoded, stats.samples),
+        (3, 1, 2, 2)
+    );
+    assert_eq!(utc_samples_and_names(&out).1, ["b"]);
+    // The gap before the third segment: decoded for the mark it may hold, which it does.
+    let (out, stats) = merge(&refs, Vec::new(), window(24 * S, 26 * S), None).unwrap();
+    assert_eq!((stats.used, stats.decoded, stats.samples), (1, 1, 0));
+    assert_eq!(marks(&out), [25 * S]);
+    // Without a window every segment is decoded; a cut segment (no index, no end) always.
+    let (_, stats) = merge(&refs, Vec::new(), Window::default(), None).unwrap();
+    assert_eq!((stats.used, stats.decoded), (3, 3));
+    let cut = &segs[0][..segs[0].len() - 1];
+    let (_, stats) = merge(&[cut, refs[1]], Vec::new(), window(21 * S, 21 * S), None).unwrap();
+    assert_eq!((stats.used, stats.decoded), (1, 2));
+    // The clock shifts read from the spans are those of decoding whole.
+    assert_eq!(
+        hotspot_format::merge::clock_shifts(&refs).unwrap(),
+        [0, 0, 0]
+    );
 }

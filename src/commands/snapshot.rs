@@ -55,11 +55,18 @@ fn window(args: &cli::SnapshotArgs, segments: &[&[u8]]) -> anyhow::Result<Window
     };
     // Times on the merged clock: a later boot's segments read later by their shift.
     let shifts = merge::clock_shifts(segments)?;
-    let oldest = Capture::from_bytes(first)?;
-    let clock = Clock::of(
-        oldest.session.as_ref(),
-        oldest.samples.iter().map(|s| s.time_ns).min(),
-    )
+    // The oldest segment's session header, from its first block; decoded whole only
+    // when that has none (its first sample is then time 0).
+    let clock = match hotspot_format::reader::first_session(first) {
+        Some(session) => Clock::of(Some(&session), None),
+        None => {
+            let oldest = Capture::from_bytes(first)?;
+            Clock::of(
+                oldest.session.as_ref(),
+                oldest.samples.iter().map(|s| s.time_ns).min(),
+            )
+        }
+    }
     .context("the oldest segment has neither a session header nor a sample to place times on")?;
     if let Some(last_for) = args.last {
         let newest = Capture::from_bytes(last)?;

@@ -15,6 +15,7 @@
 //! starts again at a reboot.
 
 mod clock;
+mod span;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -58,6 +59,9 @@ pub struct Merged {
     pub segments: usize,
     /// Segments with something inside the window, whose records were written.
     pub used: usize,
+    /// Segments decoded: with a window, a finished segment the window misses is placed on
+    /// the clock from its first and last blocks and passed over.
+    pub decoded: usize,
     /// Samples (CPU and off-CPU) written.
     pub samples: u64,
     /// The last segment used ended cleanly, so the copy does; otherwise the copy reads
@@ -94,6 +98,9 @@ pub fn clock_shifts(segments: &[&[u8]]) -> Result<Vec<u64>, FormatError> {
     segments
         .iter()
         .map(|data| {
+            if let Some(span) = span::of(data) {
+                return Ok(clock.place(Some(&span.session), Some(span.last)));
+            }
             let mut seen = Dedup::new();
             let mut records = Vec::new();
             for event in Reader::new(data)? {
@@ -180,6 +187,9 @@ pub struct Merger<W: Write> {
     seen: Dedup,
     /// Places each segment's times on the oldest segment's clock.
     clock: BootClock,
+    /// The session start of the segment before the current one, placed (0 before the
+    /// first: the marks the oldest segment took may be from any time before it).
+    previous_start: u64,
     /// Each interpreted process's counts over the segments before the current one: a
     /// segment's recorder counts only its own samples, so the history's are their sum.
     interpreters: BTreeMap<(u32, u64), InterpreterProcess>,
@@ -224,6 +234,7 @@ impl<W: Write> Merger<W> {
             ids: Ids::default(),
             seen: Dedup::new(),
             clock: BootClock::new(),
+            previous_start: 0,
             interpreters: BTreeMap::new(),
             current_interpreters: HashMap::new(),
         }
@@ -233,12 +244,32 @@ impl<W: Write> Merger<W> {
     /// unless it holds a sample or a mark in the window.
     pub fn segment(&mut self, data: &[u8]) -> Result<(), FormatError> {
         self.stats.segments += 1;
+        if self.window != Window::default()
+            && let Some(span) = span::of(data)
+        {
+            let mut clock = self.clock.clone();
+            let by = clock.place(Some(&span.session), Some(span.last));
+            let start = span.session.start_mono_ns.saturating_add(by);
+            // What it can hold: its samples, and marks from its end back to the start
+            // of the segment before it (a recorder takes the marks in the directory at
+            // its first block, so a mark this one took was dropped after that).
+            let first = span.first.saturating_add(by).min(self.previous_start);
+            if !self.window.meets(first, span.last.saturating_add(by)) {
+                self.clock = clock;
+                self.previous_start = start;
+                return Ok(());
+            }
+        }
+        self.stats.decoded += 1;
         let mut seen = Dedup::new();
         let mut records = Vec::new();
         for event in Reader::new(data)? {
             records.extend(self.records(event, &mut seen));
         }
         self.place(&mut records);
+        if let Some(s) = session(&records) {
+            self.previous_start = s.start_mono_ns;
+        }
         if !window_has_something(&records, &self.window) {
             return Ok(());
         }
@@ -251,6 +282,7 @@ impl<W: Write> Merger<W> {
     /// whether it will hold something in the window).
     pub fn follow_segment(&mut self) {
         self.stats.segments += 1;
+        self.stats.decoded += 1;
         self.seen = Dedup::new();
         self.start_segment();
     }
@@ -262,6 +294,9 @@ impl<W: Write> Merger<W> {
         let mut records = self.records(event, &mut seen);
         self.seen = seen;
         self.place(&mut records);
+        if let Some(s) = session(&records) {
+            self.previous_start = s.start_mono_ns;
+        }
         self.chunk(records)
     }
 
