@@ -1,15 +1,18 @@
 //! Merging segments: what a history of several segments says about its interpreted
-//! processes is the sum of what each segment's recorder counted, and a history spanning a
-//! reboot reads on one clock.
+//! processes is the sum of what each segment's recorder counted, its interpreted frames
+//! keep their names, a history spanning a reboot reads on one clock, and a window passes
+//! over the segments it misses.
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
 use hotspot_format::merge::{Window, merge};
-use hotspot_format::records::{InterpreterProcess, InterpreterStatus, Language};
+use hotspot_format::records::{
+    InterpreterModule, InterpreterProcess, InterpreterRole, InterpreterStatus, Language,
+};
 use hotspot_format::{
-    Frame, FrameAddr, Mark, Module, ModuleKind, Process, Record, Sample, SessionHeader, Stack,
-    Writer, read_all,
+    Frame, FrameAddr, Mark, Module, ModuleKind, Process, Record, Sample, SessionHeader, SourceLoc,
+    Stack, Symbol, Writer, read_all,
 };
 
 /// A segment starting at `start_ns` with one sample of a Python process (pid 7), whose
@@ -254,4 +257,99 @@ fn a_window_passes_over_the_finished_segments_it_misses_undecoded() {
         hotspot_format::merge::clock_shifts(&refs).unwrap(),
         [0, 0, 0]
     );
+}
+
+/// A segment of one Python process whose one interpreted frame, numbered 0 as the
+/// recorder numbers each segment's, is the function `function`; one sample in it.
+fn python_segment(start_s: u64, function: &str) -> Vec<u8> {
+    let session = SessionHeader {
+        start_mono_ns: start_s * S,
+        ..common::session()
+    };
+    let mut w = Writer::new(Vec::new(), session).unwrap();
+    let name = w.intern(function);
+    let file = w.intern("app.py");
+    for r in [
+        Record::Module(Module {
+            id: 0,
+            kind: ModuleKind::Elf,
+            path: "[python]".into(),
+            build_id: Vec::new(),
+        }),
+        Record::InterpreterModule(InterpreterModule {
+            module: 0,
+            language: Language::Python,
+            role: InterpreterRole::Frames,
+        }),
+        Record::Frame(Frame {
+            id: 0,
+            module: 0,
+            addr: FrameAddr::FileOffset(0),
+        }),
+        Record::Symbol(Symbol {
+            frame: 0,
+            function: name,
+            loc: SourceLoc {
+                file: Some(file),
+                line: 3,
+            },
+            inlined: Vec::new(),
+        }),
+        Record::Stack(Stack {
+            id: 0,
+            frames: vec![0],
+        }),
+    ] {
+        w.push(r).unwrap();
+    }
+    w.push_sample(Sample {
+        time_ns: (start_s + 1) * S,
+        tid: 7,
+        cpu: 0,
+        stack: 0,
+    })
+    .unwrap();
+    w.finish(0, (start_s + 2) * S, 0).unwrap()
+}
+
+/// The function each sample's leaf frame is, in order.
+fn leaf_functions(data: &[u8]) -> Vec<String> {
+    let (records, _) = read_all(data).unwrap();
+    let mut strings = std::collections::HashMap::new();
+    let mut symbols = std::collections::HashMap::new();
+    let mut stacks = std::collections::HashMap::new();
+    let mut leaves = Vec::new();
+    for r in records {
+        match r {
+            Record::String { id, text } => {
+                strings.insert(id, text);
+            }
+            Record::Symbol(s) => {
+                symbols.entry(s.frame).or_insert(s.function);
+            }
+            Record::Stack(s) => {
+                stacks.entry(s.id).or_insert(s.frames[0]);
+            }
+            Record::Samples(b) => leaves.extend(b.samples.iter().map(|s| stacks[&s.stack])),
+            _ => {}
+        }
+    }
+    leaves
+        .into_iter()
+        .map(|f| strings[&symbols[&f]].clone())
+        .collect()
+}
+
+#[test]
+fn interpreted_frames_numbered_alike_in_two_segments_stay_two_functions() {
+    let a = python_segment(10, "startup");
+    let b = python_segment(20, "work");
+    let (out, _) = merge(&[&a, &b], Vec::new(), Window::default(), None).unwrap();
+    assert_eq!(leaf_functions(&out), ["startup", "work"]);
+    let (records, _) = read_all(&out).unwrap();
+    let modules = records
+        .iter()
+        .filter(|r| matches!(r, Record::Module(_)))
+        .count();
+    assert_eq!(modules, 1, "the [python] module is one module of the copy");
 }

@@ -24,9 +24,9 @@ use crate::definitions::Dedup;
 use crate::error::FormatError;
 use crate::reader::{Event, Reader};
 use crate::records::{
-    End, Frame, FrameAddr, FrameId, InlinedFn, InterpreterModule, InterpreterProcess, Module,
-    ModuleId, ModuleKind, OffCpuBatch, Record, SampleBatch, Scrubbed, SessionHeader, SourceLoc,
-    Stack, StackId, StringId, Symbol, Unwinding,
+    End, Frame, FrameAddr, FrameId, InlinedFn, InterpreterModule, InterpreterProcess,
+    InterpreterRole, Module, ModuleId, ModuleKind, OffCpuBatch, Record, SampleBatch, Scrubbed,
+    SessionHeader, SourceLoc, Stack, StackId, StringId, Symbol, Unwinding,
 };
 use crate::writer::Writer;
 
@@ -174,6 +174,11 @@ pub struct Merger<W: Write> {
     stacks: HashMap<Vec<FrameId>, StackId>,
     /// New frame ids whose symbol is written.
     symbols: HashSet<FrameId>,
+    /// Modules (new ids) whose frame addresses are numbers that only tell one segment's
+    /// frames apart: an interpreter's frames (kind 21, role Frames), unwind markers.
+    numbered: HashSet<ModuleId>,
+    /// Frames of those written so far: the next one's address.
+    numbered_frames: u64,
     window: Window,
     stats: Merged,
     /// The last used segment's end.
@@ -227,6 +232,8 @@ impl<W: Write> Merger<W> {
             frames: HashMap::new(),
             stacks: HashMap::new(),
             symbols: HashSet::new(),
+            numbered: HashSet::new(),
+            numbered_frames: 0,
             window,
             stats: Merged::default(),
             end: None,
@@ -415,7 +422,10 @@ impl<W: Write> Merger<W> {
         }
         self.writer(&records)?;
         let mut ids = std::mem::take(&mut self.ids);
-        let mut rest = Vec::new();
+        // Strings and modules first: frames refer to them, and whether a module's frame
+        // addresses are only numbers (interpreted frames, unwind markers) decides how its
+        // frames merge.
+        let mut later = Vec::new();
         for r in records {
             match r {
                 Record::String { id, text } => {
@@ -423,6 +433,22 @@ impl<W: Write> Merger<W> {
                     ids.strings.insert(id, new);
                 }
                 Record::Module(m) => self.module(m, &mut ids)?,
+                other => later.push(other),
+            }
+        }
+        for r in &later {
+            let numbered = match r {
+                Record::InterpreterModule(m) if m.role == InterpreterRole::Frames => Some(m.module),
+                Record::Unwinding(u) => u.markers,
+                _ => None,
+            };
+            if let Some(&module) = numbered.and_then(|m| ids.modules.get(&m)) {
+                self.numbered.insert(module);
+            }
+        }
+        let mut rest = Vec::new();
+        for r in later {
+            match r {
                 Record::Frame(f) => self.frame(f, &mut ids)?,
                 Record::Stack(s) => self.stack(s, &mut ids)?,
                 Record::Symbol(s) => self.symbol(s, &ids)?,
@@ -470,6 +496,16 @@ impl<W: Write> Merger<W> {
                     return Ok(());
                 }
             },
+        };
+        // An interpreted frame's or an unwind marker's address only tells its segment's
+        // frames apart (SPEC.md, kinds 21 and 14), its symbol says what it is: the same
+        // number is another function or reason in another segment, so each segment's are
+        // frames of their own, numbered anew in the copy.
+        let addr = if self.numbered.contains(&module) {
+            self.numbered_frames += 1;
+            FrameAddr::FileOffset(self.numbered_frames)
+        } else {
+            addr
         };
         let next = self.frames.len() as FrameId;
         let new = *self.frames.entry((module, addr.clone())).or_insert(next);
