@@ -12,7 +12,7 @@ use hotspot_format::records::{
 };
 use hotspot_format::{
     Frame, FrameAddr, Mark, Module, ModuleKind, Process, Record, Sample, SessionHeader, SourceLoc,
-    Stack, Symbol, Writer, read_all,
+    Stack, Symbol, UnwindMethod, Unwinding, Writer, read_all,
 };
 
 /// A segment starting at `start_ns` with one sample of a Python process (pid 7), whose
@@ -262,6 +262,21 @@ fn a_window_passes_over_the_finished_segments_it_misses_undecoded() {
 /// A segment of one Python process whose one interpreted frame, numbered 0 as the
 /// recorder numbers each segment's, is the function `function`; one sample in it.
 fn python_segment(start_s: u64, function: &str) -> Vec<u8> {
+    numbered_segment(
+        start_s,
+        "[python]",
+        Record::InterpreterModule(InterpreterModule {
+            module: 0,
+            language: Language::Python,
+            role: InterpreterRole::Frames,
+        }),
+        function,
+    )
+}
+
+/// A segment whose module 0 (`path`, made a numbered one by `says`) has one frame,
+/// numbered 0, named `function`; one sample in it.
+fn numbered_segment(start_s: u64, path: &str, says: Record, function: &str) -> Vec<u8> {
     let session = SessionHeader {
         start_mono_ns: start_s * S,
         ..common::session()
@@ -273,14 +288,10 @@ fn python_segment(start_s: u64, function: &str) -> Vec<u8> {
         Record::Module(Module {
             id: 0,
             kind: ModuleKind::Elf,
-            path: "[python]".into(),
+            path: path.into(),
             build_id: Vec::new(),
         }),
-        Record::InterpreterModule(InterpreterModule {
-            module: 0,
-            language: Language::Python,
-            role: InterpreterRole::Frames,
-        }),
+        says,
         Record::Frame(Frame {
             id: 0,
             module: 0,
@@ -341,15 +352,33 @@ fn leaf_functions(data: &[u8]) -> Vec<String> {
 }
 
 #[test]
-fn interpreted_frames_numbered_alike_in_two_segments_stay_two_functions() {
+fn interpreted_frames_and_markers_numbered_alike_in_two_segments_stay_two() {
     let a = python_segment(10, "startup");
     let b = python_segment(20, "work");
     let (out, _) = merge(&[&a, &b], Vec::new(), Window::default(), None).unwrap();
     assert_eq!(leaf_functions(&out), ["startup", "work"]);
+    // Unwind markers likewise: the marker numbered 0 is another reason in each segment.
+    let marker = |start_s, reason| {
+        let unwinding = Record::Unwinding(Unwinding {
+            method: UnwindMethod::Cfi,
+            stack_cap: 8192,
+            markers: Some(0),
+        });
+        numbered_segment(start_s, "[unwind]", unwinding, reason)
+    };
+    let (a, b) = (
+        marker(10, "[unreadable stack page]"),
+        marker(20, "[no unwind info: x]"),
+    );
+    let (out, _) = merge(&[&a, &b], Vec::new(), Window::default(), None).unwrap();
+    assert_eq!(
+        leaf_functions(&out),
+        ["[unreadable stack page]", "[no unwind info: x]"]
+    );
     let (records, _) = read_all(&out).unwrap();
     let modules = records
         .iter()
         .filter(|r| matches!(r, Record::Module(_)))
         .count();
-    assert_eq!(modules, 1, "the [python] module is one module of the copy");
+    assert_eq!(modules, 1, "the [unwind] module is one module of the copy");
 }
