@@ -350,9 +350,16 @@ fn the_debug_file_names_the_stripped_binarys_own_frames() {
         "the stripped binary's frames are named without its debug file:\n{bare}"
     );
     let named = report(&[s.debug.parent().expect("the dist dir")]);
-    let top = named.lines().nth(2).expect("a first row");
+    // Every one of the top rows is named, the demo's own functions with their lines. The
+    // first row is not always a demo function: `<u8>::is_ascii_lowercase`, inlined into
+    // one, took it from `demo_checksum` by 30.2% to 29.6% in one CI run.
+    let rows: Vec<&str> = named.lines().skip(2).take(3).collect();
     assert!(
-        top.contains("hotspot::demo::") && top.contains("demo.rs:"),
-        "--symbols with hotspot.debug does not name the top frame:\n{named}"
+        rows.len() == 3
+            && rows.iter().all(|r| !r.contains("hotspot+0x"))
+            && rows
+                .iter()
+                .any(|r| r.contains("hotspot::demo::") && r.contains("demo.rs:")),
+        "--symbols with hotspot.debug does not name the top frames:\n{named}"
     );
 }
