@@ -153,6 +153,19 @@ def samply_samples(out: Path) -> int:
     return total
 
 
+def ensure_bpftool() -> None:
+    """bpftool, which reads the kernel's BPF run time per program (scenarios 7, 9, 10):
+    Debian's package, installed with apt-get when missing (the bench runs as root)."""
+    if shutil.which("bpftool"):
+        return
+    log("bpftool not found: apt-get update && apt-get install -y bpftool")
+    sh(["apt-get", "-o", "DPkg::Lock::Timeout=600", "update", "-qq"])
+    sh(["apt-get", "-o", "DPkg::Lock::Timeout=600", "install", "-y", "-qq",
+        "--no-install-recommends", "bpftool"])
+    if not shutil.which("bpftool"):
+        die("bpftool did not install: BPF time per sample (scenarios 7, 9, 10) needs it")
+
+
 def ensure_samply() -> str:
     found = shutil.which("samply") or str(Path.home() / ".cargo/bin/samply")
     if Path(found).exists():

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from bpfstats import BpfProbe, bpf_sample_stats, bpf_stats_on
-from harness import HOTSPOT, fresh_dir, loadavg, log, median, out_of, rotate
+from harness import HOTSPOT, REPO, fresh_dir, loadavg, log, median, out_of, rotate
 from measure import measure
 from procs import LIVE, kill_tree
 from profilers import hotspot_info
@@ -73,11 +73,15 @@ def interpreters() -> list[tuple[str, str]]:
 
 
 def ensure_pyspy(work: Path) -> tuple[str, str]:
-    """(py-spy's path, how it was found): PATH, else a venv in the work directory with
-    `pip install py-spy` (PyPI's wheel; the system's Python packages untouched)."""
+    """(py-spy's path, how it was found): PATH, else the one tools/test installs for
+    python_e2e (target/py-spy), else a venv in the work directory with `pip install
+    py-spy` (PyPI's wheel; the system's Python packages untouched)."""
     found = shutil.which("py-spy")
     if found:
         return found, "on PATH"
+    tested = REPO / "target" / "py-spy" / "bin" / "py-spy"
+    if tested.exists():
+        return str(tested), "the one tools/test installs (target/py-spy)"
     venv = work / "py-spy-venv"
     exe = venv / "bin" / "py-spy"
     if not exe.exists():
