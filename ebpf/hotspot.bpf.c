@@ -307,7 +307,13 @@ static __always_inline int is_traced(__u32 tgid)
 	return bpf_map_lookup_elem(&targets, &tgid) != 0;
 }
 
-static __always_inline void emit_task_event(__u32 kind, __u32 pid, __u32 tid)
+/*
+ * `wake`: BPF_RB_FORCE_WAKEUP for an event the recorder acts on at once (a
+ * chosen target's end ends the recording), else 0: the ring's own rule, which
+ * wakes it only when it had read everything before (samples do not wake it:
+ * sample_wakeup), and its next poll (within a second) reads the event.
+ */
+static __always_inline void emit_task_event(__u32 kind, __u32 pid, __u32 tid, __u64 wake)
 {
 	struct hs_header hdr = {};
 
@@ -317,7 +323,7 @@ static __always_inline void emit_task_event(__u32 kind, __u32 pid, __u32 tid)
 	hdr.pid = pid;
 	hdr.tid = tid;
 	bpf_get_current_comm(hdr.comm, sizeof(hdr.comm));
-	if (bpf_ringbuf_output(&events, &hdr, sizeof(hdr), 0))
+	if (bpf_ringbuf_output(&events, &hdr, sizeof(hdr), wake))
 		count_lost(HS_LOST_TASK_EVENTS);
 }
 
@@ -382,7 +388,7 @@ static __always_inline int fp_sample(void *ctx, struct hs_sample_buf *buf, __u32
 				     __u32 tid, __u64 now, int in_kernel,
 				     const struct hs_off_cpu *off)
 {
-	struct hs_python_buf *py = python_walk(tgid, off != 0);
+	struct hs_python_buf *py = python_walk(tgid, tid, off != 0);
 	__u64 size, frames, tail = 0, py_len = 0;
 
 	frames = walk_frames(ctx, buf->frames, 1, in_kernel, &buf->hdr);
@@ -736,7 +742,7 @@ static __always_inline int stack_sample(void *ctx, struct hs_stack_buf *buf,
 	walk_frames(ctx, rec->frames, (flags & HS_STACK_END_MASK) != HS_STACK_END_MAPPING,
 		    (flags & HS_REGS_MASK) != HS_REGS_PERF, &rec->hdr);
 	fill_header(&rec->hdr, kind, tgid, tid, now);
-	py = python_walk(tgid, off != 0);
+	py = python_walk(tgid, tid, off != 0);
 	if (py) {
 		rec->regs.flags = flags | HS_PYTHON;
 		py_len = python_part_len(py);
@@ -1210,7 +1216,7 @@ int BPF_PROG(hs_fork, struct task_struct *parent, struct task_struct *child)
 			return 0;
 		}
 	}
-	emit_task_event(HS_KIND_FORK, parent_tgid, child_tgid);
+	emit_task_event(HS_KIND_FORK, parent_tgid, child_tgid, 0);
 	return 0;
 }
 
@@ -1222,8 +1228,9 @@ int BPF_PROG(hs_exec, struct task_struct *task)
 
 	if (!is_traced(tgid))
 		return 0;
+	python_thread_gone((__u32)id);
 	/* comm is already the new program's name at this point. */
-	emit_task_event(HS_KIND_EXEC, tgid, (__u32)id);
+	emit_task_event(HS_KIND_EXEC, tgid, (__u32)id, 0);
 	return 0;
 }
 
@@ -1239,6 +1246,7 @@ int BPF_PROG(hs_exit, struct task_struct *task)
 		thread_exited(task, tgid, tid);
 	if (!is_traced(tgid))
 		return 0;
+	python_thread_gone(tid);
 	/*
 	 * do_exit has already taken this thread out of signal->live; zero means
 	 * it was the last one, i.e. the process is gone. Checking for the group
@@ -1249,7 +1257,8 @@ int BPF_PROG(hs_exit, struct task_struct *task)
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	bpf_map_delete_elem(&targets, &tgid);
-	emit_task_event(HS_KIND_EXIT, tgid, tid);
+	/* With -a no exit ends the recording: it can wait for the next poll. */
+	emit_task_event(HS_KIND_EXIT, tgid, tid, all_processes ? 0 : BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

@@ -337,3 +337,58 @@ fn a_sigkill_mid_segment_leaves_every_earlier_segment_and_the_readable_part_of_t
         "the history's newest segment was cut"
     );
 }
+
+/// Voluntary context switches of process `pid`'s main thread so far.
+fn switches(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn sigterm_to_the_supervisor_ends_a_long_segment_at_once() {
+    let _g = serial();
+    let busy = Busy::start();
+    let d = tmp();
+    let dir = d.path().join("history");
+    let mut child = hotspot()
+        .args(["record", &busy.0.id().to_string(), "--keep", "10m"])
+        .args(["--segment", "120s", "-o"])
+        .arg(&dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The segment's recorder is running (its file exists) before the stop.
+    let start = Instant::now();
+    while look(&dir).0.is_empty() && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // While a segment runs the supervisor sleeps: it used to wake every 50 ms to look for
+    // a stop, and on an idle box its own samples were most of what a segment named.
+    let before = switches(child.id());
+    std::thread::sleep(Duration::from_secs(2));
+    let woke = switches(child.id()) - before;
+    assert!(woke <= 3, "the supervisor woke {woke} times in 2 s");
+    // SAFETY: kill(2) on our own child (the supervisor alone, not its group), not reaped.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let stopped = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    // The supervisor passes the stop on to the segment's recorder, which finishes its
+    // capture: seconds, not the 120 s the segment would otherwise run.
+    assert!(
+        stopped.elapsed() < Duration::from_secs(60),
+        "the stop took {:?}",
+        stopped.elapsed()
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(every_segment_opens(&dir).len(), 1);
+}

@@ -700,6 +700,15 @@ impl<W: Write> Converter<W> {
         Ok(core.pythons.undecided())
     }
 
+    /// Whether a Python process started being walked in the last few seconds: while one
+    /// did, samples are read often (a script of 0.2 s lost every frame's name when they
+    /// waited for the next flush, a second later, after it exited).
+    pub fn python_starting(&mut self) -> bool {
+        const RECENT_NS: u64 = 5_000_000_000;
+        let now = self.core.host.now_ns();
+        self.core.pythons.walked_since(now, RECENT_NS)
+    }
+
     /// Whether [`Converter::take_python_registrations`] has something.
     pub fn python_registrations_pending(&self) -> bool {
         self.core.pythons.registrations_pending()

@@ -259,6 +259,15 @@ impl Pythons {
         Ok(())
     }
 
+    /// Whether a process whose frames are walked was decided less than `within_ns` ago
+    /// (host clock, `now_ns`): its code objects are read from its memory, which goes
+    /// when it exits, so a short script's samples must be read soon.
+    pub fn walked_since(&self, now_ns: u64, within_ns: u64) -> bool {
+        self.procs
+            .values()
+            .any(|p| p.walk.is_some() && now_ns.saturating_sub(p.since_ns) < within_ns)
+    }
+
     /// Whether some process waits to be decided ([`Pythons::recheck`]).
     pub fn undecided(&self) -> bool {
         !self.undecided.is_empty()
