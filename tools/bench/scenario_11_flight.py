@@ -382,12 +382,20 @@ def _load(ph) -> str:
     return (f"load average {ph['load1_mean']:.2f}, machine {ph['busy_mean']:.0f}% busy")
 
 
+def _quiet(ph) -> bool:
+    """Nothing but the two recorders and this script ran in the phase."""
+    return ph["load1_mean"] < 0.5 and ph["busy_mean"] < 5
+
+
 def summary_rows(w, s, cfg) -> None:
     idle, busy, c = s["idle"], s["busy"], s["cut"]
     hp, pp = _pct(idle, "h"), _pct(idle, "p")
-    w(f"| 11 | flight recorder CPU, \"idle\" box @ 499 Hz ({_load(idle)}: **not idle**) | "
+    quiet = _quiet(idle)
+    w(f"| 11 | flight recorder CPU, \"idle\" box @ 499 Hz ({_load(idle)}"
+      f"{'' if quiet else ': **not idle**'}) | "
       f"{hp:.3f}% of a CPU | {pp:.3f}% | — | {hp / max(pp, 1e-9):.2f}× perf's | "
-      f"< 0.1% of a CPU on an idle box | {verdict(hp < 0.1, 'on this box, which was not idle')} |")
+      f"< 0.1% of a CPU on an idle box | "
+      f"{verdict(hp < 0.1, 'beside perf, whose samples it records' if quiet else 'on this box, which was not idle')} |")
     if s.get("fit"):
         a, b = s["fit"]
         est = 100 * a / s["segment"]
@@ -435,10 +443,15 @@ def details(w, s, cfg, work: Path) -> None:
       f"--switch-max-files=N` run side by side (at the same time, so under the same load), "
       f"{_dur(idle['secs'])} at 499 Hz (the default rate) with nothing of the "
       f"benchmark running, then {_dur(busy['secs'])} at 4999 Hz with {busy['busy_loops']} "
-      f"`busy` loops on the {NCPU} CPUs; each is stopped with SIGINT. **The \"idle\" box was "
-      f"not idle**: other work (Rust builds) ran on it throughout ({_load(idle)} on average "
-      f"in the idle phase), so its CPU and bytes are those of a box with that load; the CPU "
-      f"per sample and the fixed cost per segment are what transfer to an idle box.\n")
+      f"`busy` loops on the {NCPU} CPUs; each is stopped with SIGINT. "
+      + (f"The idle box ran nothing else ({_load(idle)} on average in the idle phase) but "
+         f"the two recorders and this script's look once a second: each recorder records "
+         f"the other, so hotspot's segments hold perf's samples (perf writes all the time) "
+         f"and hotspot names their frames while recording.\n" if _quiet(idle) else
+         f"**The \"idle\" box was not idle**: other work ran on it throughout "
+         f"({_load(idle)} on average in the idle phase), so its CPU and bytes are those of "
+         f"a box with that load; the CPU per sample and the fixed cost per segment are what "
+         f"transfer to an idle box.\n"))
     w("CPU = user + system time: hotspot's supervisor and every segment recorder it started "
       "(wait4 of the supervisor after the stop, which counts its reaped children), perf's "
       "own (wait4). The kernel's side of sampling (perf events, BPF programs) runs in the "
