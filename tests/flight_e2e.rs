@@ -354,7 +354,7 @@ fn sigterm_to_the_supervisor_ends_a_long_segment_at_once() {
     let busy = Busy::start();
     let d = tmp();
     let dir = d.path().join("history");
-    let mut child = hotspot()
+    let child = hotspot()
         .args(["record", &busy.0.id().to_string(), "--keep", "10m"])
         .args(["--segment", "120s", "-o"])
         .arg(&dir)
