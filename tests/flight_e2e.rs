@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hotspot_replay::Capture;
-use hotspot_testkit::e2e::{hotspot, serial, tmp};
+use hotspot_testkit::e2e::{hotspot, serial, tmp, voluntary_switches};
 
 /// A shell spinning on a CPU until dropped.
 struct Busy(Child);
@@ -338,16 +338,6 @@ fn a_sigkill_mid_segment_leaves_every_earlier_segment_and_the_readable_part_of_t
     );
 }
 
-/// Voluntary context switches of process `pid`'s main thread so far.
-fn switches(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap()
-}
-
 #[test]
 fn sigterm_to_the_supervisor_ends_a_long_segment_at_once() {
     let _g = serial();
@@ -368,9 +358,9 @@ fn sigterm_to_the_supervisor_ends_a_long_segment_at_once() {
     }
     // While a segment runs the supervisor sleeps: it used to wake every 50 ms to look for
     // a stop, and on an idle box its own samples were most of what a segment named.
-    let before = switches(child.id());
+    let before = voluntary_switches(child.id());
     std::thread::sleep(Duration::from_secs(2));
-    let woke = switches(child.id()) - before;
+    let woke = voluntary_switches(child.id()) - before;
     assert!(woke <= 3, "the supervisor woke {woke} times in 2 s");
     // SAFETY: kill(2) on our own child (the supervisor alone, not its group), not reaped.
     unsafe {

@@ -15,7 +15,7 @@ use hotspot_replay::Capture;
 use hotspot_replay::profile::{self, Filter};
 
 use hotspot_testkit::e2e::procs::ProcessGroup;
-use hotspot_testkit::e2e::{hotspot, record_cmd, run_ok, serial, tmp};
+use hotspot_testkit::e2e::{hotspot, record_cmd, run_ok, serial, tmp, voluntary_switches};
 
 /// Folded stacks as `a;b;c` function-name strings with counts.
 fn folded(c: &Capture, filter: &Filter) -> Vec<(Vec<String>, u64)> {
@@ -675,16 +675,6 @@ fn missing_capabilities_are_named() {
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
 }
 
-/// Voluntary context switches of process `pid`'s main thread so far.
-fn switches(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("voluntary_ctxt_switches")
-}
-
 #[test]
 fn recording_a_sleeping_process_wakes_once_a_second() {
     let d = tmp();
@@ -704,9 +694,9 @@ fn recording_a_sleeping_process_wakes_once_a_second() {
     // flush a second. It used to wake every 100 ms (30 in 3 s), 0.02% of a CPU on an idle
     // box for nothing.
     std::thread::sleep(Duration::from_millis(1500));
-    let before = switches(rec.id());
+    let before = voluntary_switches(rec.id());
     std::thread::sleep(Duration::from_secs(3));
-    let woke = switches(rec.id()) - before;
+    let woke = voluntary_switches(rec.id()) - before;
     let _ = target.kill();
     let _ = target.wait();
     let status = rec.wait().expect("wait");

@@ -94,3 +94,14 @@ pub fn committed_capture(name: &str) -> PathBuf {
         .join("../fixtures/captures")
         .join(name)
 }
+
+/// Voluntary context switches of process `pid`'s main thread so far (how often it went to
+/// sleep and woke): a process that should sleep through a stretch can be held to it.
+pub fn voluntary_switches(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("voluntary_ctxt_switches")
+}
