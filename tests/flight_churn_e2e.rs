@@ -3,11 +3,17 @@
 //! sees every process of the run, while a loop starts short processes as fast as it can
 //! (several hundred a second here), each exiting at once. The recorder's memory (the
 //! supervisor and the segment's recorder, summed from /proc/PID/status every 250 ms) at
-//! its peak over the last 15 s stays within 10% of its peak over 60-75 s (after the
-//! first minute): a recorder that kept exited processes, their threads, mappings or
+//! its floor over the last 30 s stays within 10% of its floor over 45-75 s (after the
+//! first 45 s): a recorder that kept exited processes, their threads, mappings or
 //! modules would grow with every process started (before the fix: 296 → 415 MB over the
 //! run at 737 processes a second, +20% from the first minute; after: at most 352 MB from
 //! the first minute on at 865 a second).
+//!
+//! The floor, not the peak: the symboliser holds a file's parsed debug information while
+//! new frames keep coming (up to 30 s, symbol_worker.rs) and then drops it, so the peak
+//! of any window is ~16 MB higher or not depending on whether a new frame happened to
+//! come in it (CI: 85-88 MB for 135 s, then 105 MB in the last 15 s; locally 103 MB in
+//! the first 45 s, then 87 MB). What is kept for good raises the floor as well.
 //!
 //! Runs about 2 min 35 s.
 
@@ -24,9 +30,10 @@ use hotspot_testkit::e2e::{hotspot, serial, tmp};
 /// Longer than the run: one recorder throughout.
 const SEGMENT: Duration = Duration::from_secs(600);
 const RUN: Duration = Duration::from_secs(150);
-/// The windows compared: after the first minute, and the end.
-const FIRST: (Duration, Duration) = (Duration::from_secs(60), Duration::from_secs(75));
-const LAST: (Duration, Duration) = (Duration::from_secs(135), Duration::from_secs(150));
+/// The windows compared, each as long as the symboliser holds parsed debug information
+/// at most (so each has a moment without it): after the first 45 s, and the end.
+const FIRST: (Duration, Duration) = (Duration::from_secs(45), Duration::from_secs(75));
+const LAST: (Duration, Duration) = (Duration::from_secs(120), Duration::from_secs(150));
 
 /// VmRSS of `pid` in kB (0 once it is gone).
 fn rss_kb(pid: u32) -> u64 {
@@ -120,8 +127,8 @@ fn recorder_memory_stays_flat_while_processes_come_and_go() {
     let pid = rec.0.id();
     let churn = Churn::start();
     let start = Instant::now();
-    // Peak over each window, and every 15 s for the message.
-    let (mut first, mut last) = (0u64, 0u64);
+    // Floor over each window, and the peak every 15 s for the message.
+    let (mut first, mut last) = (u64::MAX, u64::MAX);
     let mut every = vec![0u64; (RUN.as_secs() / 15) as usize];
     let mut recorders = std::collections::BTreeSet::new();
     while start.elapsed() < RUN {
@@ -129,10 +136,10 @@ fn recorder_memory_stays_flat_while_processes_come_and_go() {
         let (t, rss) = (start.elapsed(), tree_rss_kb(pid));
         recorders.extend(children(pid));
         if (FIRST.0..FIRST.1).contains(&t) {
-            first = first.max(rss);
+            first = first.min(rss);
         }
         if (LAST.0..LAST.1).contains(&t) {
-            last = last.max(rss);
+            last = last.min(rss);
         }
         if let Some(p) = every.get_mut((t.as_secs() / 15) as usize) {
             *p = (*p).max(rss);
@@ -147,7 +154,7 @@ fn recorder_memory_stays_flat_while_processes_come_and_go() {
         "only {rate:.0} processes a second were started"
     );
     eprintln!(
-        "peak RSS every 15 s (kB): {every:?}; 60-75 s: {first}, 135-150 s: {last}; \
+        "peak RSS every 15 s (kB): {every:?}; floor 45-75 s: {first}, 120-150 s: {last}; \
          {started} processes, {rate:.0}/s"
     );
     assert_eq!(
@@ -155,10 +162,14 @@ fn recorder_memory_stays_flat_while_processes_come_and_go() {
         1,
         "one recorder throughout, not one per segment: {recorders:?}"
     );
-    assert!(first > 0 && last > 0, "no RSS read: {every:?}");
+    assert!(
+        first > 0 && last > 0 && first < u64::MAX && last < u64::MAX,
+        "no RSS read: {every:?}"
+    );
     assert!(
         last as f64 <= first as f64 * 1.10,
-        "RSS grew from {first} kB (after the first minute) to {last} kB at the end: {every:?}"
+        "RSS's floor grew from {first} kB (45-75 s) to {last} kB at the end (peaks every \
+         15 s: {every:?})"
     );
     // The one segment is in the history, whole.
     let n = std::fs::read_dir(&dir)

@@ -77,13 +77,19 @@ impl Tmux {
             == "1"
     }
 
-    /// Waits until the screen satisfies `ok`, or fails showing it.
+    /// Waits until the screen satisfies `ok` and is whole, or fails showing it. Whole: the
+    /// same text read twice 50 ms apart. A capture can land while the view is still
+    /// writing a frame (CI read a flame graph's legend over the flat table's rows, once),
+    /// so a screen that passes `ok` mid-frame is read again before it is believed.
     pub fn wait_for(&self, what: &str, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let s = self.screen();
             if ok(&s) {
-                return s;
+                std::thread::sleep(Duration::from_millis(50));
+                if self.screen() == s {
+                    return s;
+                }
             }
             if start.elapsed() > timeout {
                 panic!("timed out after {timeout:?} waiting for {what}; screen:\n{s}");

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use hotspot_format::{FormatError, InterpreterProcess, InterpreterStatus, Language, Record};
 use hotspot_python::{
-    CodeCache, CodeError, Detection, Interpreter, MemoryReader, ReadError, TsdLayout, detect,
+    CodeCache, Detection, Interpreter, MemoryReader, ReadError, TsdLayout, detect,
 };
 
 use crate::event::{Mapping, MappingKind, PythonEnd, PythonStack};
@@ -410,15 +410,12 @@ impl Pythons {
             } else {
                 f.code.wrapping_add(u64::from(f.instr))
             };
-            let code = walk.cache.get(&mem, f.code).or_else(|e| {
-                // Unreadable now: the process exited (or is exiting) after the sample, or
-                // the object's memory was unmapped since. Either way it was this code
-                // object when the sample was taken, a moment ago.
-                match (&e, walk.cache.last_decoded(f.code)) {
-                    (CodeError::Read(_), Some(c)) => Ok(c),
-                    _ => Err(e),
-                }
-            });
+            // Named after the sample: the code object may have been freed since (the
+            // process exited, or dropped it), then the one that decoded there last.
+            let code = walk
+                .cache
+                .get(&mem, f.code)
+                .or_else(|e| walk.cache.last_good(f.code).ok_or(e));
             let frame = match code {
                 Ok(code) => {
                     let line = code.line_at(instr).unwrap_or(0);
