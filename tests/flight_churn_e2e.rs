@@ -130,6 +130,7 @@ fn recorder_memory_stays_flat_while_processes_come_and_go() {
     // Floor over each window, and the peak every 15 s for the message.
     let (mut first, mut last) = (u64::MAX, u64::MAX);
     let mut every = vec![0u64; (RUN.as_secs() / 15) as usize];
+    let mut floors = vec![u64::MAX; every.len()];
     let mut recorders = std::collections::BTreeSet::new();
     while start.elapsed() < RUN {
         std::thread::sleep(Duration::from_millis(250));
@@ -144,6 +145,9 @@ fn recorder_memory_stays_flat_while_processes_come_and_go() {
         if let Some(p) = every.get_mut((t.as_secs() / 15) as usize) {
             *p = (*p).max(rss);
         }
+        if let Some(p) = floors.get_mut((t.as_secs() / 15) as usize) {
+            *p = (*p).min(rss);
+        }
     }
     let started = churn.started.load(Ordering::Relaxed);
     drop(churn);
@@ -154,7 +158,7 @@ fn recorder_memory_stays_flat_while_processes_come_and_go() {
         "only {rate:.0} processes a second were started"
     );
     eprintln!(
-        "peak RSS every 15 s (kB): {every:?}; floor 45-75 s: {first}, 120-150 s: {last}; \
+        "RSS every 15 s (kB), peak: {every:?}, floor: {floors:?}; floor 45-75 s: {first}, 120-150 s: {last}; \
          {started} processes, {rate:.0}/s"
     );
     assert_eq!(
