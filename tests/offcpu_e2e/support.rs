@@ -17,7 +17,9 @@ use hotspot_testkit::e2e::{hotspot, run_ok, serial, tmp};
 pub struct ThreadLine {
     pub name: String,
     pub tid: u32,
+    /// The clock before its creator's pthread_create, and at its own first line.
     pub start_ns: u64,
+    pub started_ns: u64,
     pub end_ns: u64,
     /// schedstat: ns on a CPU, ns runnable on a run queue.
     pub run_ns: u64,
@@ -136,6 +138,7 @@ fn thread_lines(stderr: &str, prog: &str) -> Vec<ThreadLine> {
                 name,
                 tid: get("tid") as u32,
                 start_ns: get("start_ns"),
+                started_ns: get("started_ns"),
                 end_ns: get("end_ns"),
                 run_ns: get("run_ns"),
                 wait_ns: get("wait_ns"),
