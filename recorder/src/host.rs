@@ -45,7 +45,8 @@ pub trait Host: std::fmt::Debug {
     /// where the machine still has it.
     fn open_mapping(&mut self, pid: u32, m: &Mapping) -> Option<ModuleFile>;
     /// The bytes of the file `pid` maps at `m` (as [`Host::open_mapping`] finds it), if it
-    /// is at most `max_len` bytes long: what an interpreter is recognised from.
+    /// is at most `max_len` bytes long: what an interpreter is recognised from. Its DWARF
+    /// may be left as zeros (`live::elf_bytes`): nothing recognised from it reads that.
     fn read_mapped_file(&mut self, pid: u32, m: &Mapping, max_len: u64) -> Option<Vec<u8>> {
         let _ = (pid, m, max_len);
         None

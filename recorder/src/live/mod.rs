@@ -5,6 +5,7 @@
 //!
 //! [`Host`]: crate::host::Host
 
+mod elf_bytes;
 pub mod history;
 pub mod kernel_names;
 pub mod machine;

@@ -93,7 +93,6 @@ impl Host for ProcHost {
     }
 
     fn read_mapped_file(&mut self, pid: u32, m: &Mapping, max_len: u64) -> Option<Vec<u8>> {
-        use std::io::Read;
         use std::os::unix::fs::MetadataExt;
         let mapped = self
             .proc_root
@@ -110,9 +109,7 @@ impl Host for ProcHost {
         if len > max_len {
             return None;
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
-        file.take(max_len).read_to_end(&mut bytes).ok()?;
-        Some(bytes)
+        super::elf_bytes::read_without_debug(&file, len)
     }
 
     fn still_at_path(&mut self, m: &Mapping) -> bool {
