@@ -19,6 +19,47 @@ use thiserror::Error;
 #[error("not a readable 64-bit little-endian ELF file: {0}")]
 pub struct ElfError(pub String);
 
+/// The file ranges of `data`'s non-allocated `.debug*` and `.zdebug*` sections, sorted,
+/// disjoint and within `0..len`: what detection never reads, so the recorder need not read
+/// it from the file either (pyenv's libpython3.12.so: 22 of its 30 MB). Empty when the
+/// file is not a 64-bit ELF or its section table does not parse. The table is untrusted:
+/// a range it gives only ever means fewer bytes read (a crafted one can make the file
+/// unrecognisable, as it could anyway).
+pub fn debug_ranges<'a, R: object::ReadRef<'a>>(data: R, len: u64) -> Vec<Range<u64>> {
+    use object::read::elf::SectionHeader;
+    use object::{Endianness, elf};
+    let Ok(header) = elf::FileHeader64::<Endianness>::parse(data) else {
+        return Vec::new();
+    };
+    let Ok(endian) = header.endian() else {
+        return Vec::new();
+    };
+    let Ok(sections) = header.sections(endian, data) else {
+        return Vec::new();
+    };
+    let mut ranges: Vec<Range<u64>> = sections
+        .iter()
+        .filter(|s| s.sh_flags(endian).0 & elf::SHF_ALLOC.0 == 0)
+        .filter(|s| {
+            sections
+                .section_name(endian, s)
+                .is_ok_and(|n| n.starts_with(b".debug") || n.starts_with(b".zdebug"))
+        })
+        .filter_map(|s| s.file_range(endian))
+        .map(|(offset, size)| offset.min(len)..offset.saturating_add(size).min(len))
+        .filter(|r| r.start < r.end)
+        .collect();
+    ranges.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
+}
+
 /// A symbol's address range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sym {

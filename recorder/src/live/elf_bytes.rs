@@ -8,17 +8,18 @@ use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 
-use object::read::elf::{FileHeader, SectionHeader};
-use object::{Endianness, ReadCache, elf};
+use hotspot_python::elf::debug_ranges;
+use object::ReadCache;
 
 /// The `len` bytes of `file` (its length), the contents of its non-allocated `.debug*`
-/// and `.zdebug*` sections left as zeros: never read, and the zeroed pages of the buffer
-/// never touched. A file that is not a 64-bit ELF, or whose section table does not parse,
+/// and `.zdebug*` sections ([`debug_ranges`], the section table read through a
+/// [`ReadCache`]) left as zeros: never read, and the zeroed pages of the buffer never
+/// touched. A file that is not a 64-bit ELF, or whose section table does not parse,
 /// is read whole. `None` when a read fails (the file shrank, an I/O error).
 pub fn read_without_debug(file: &File, len: u64) -> Option<Vec<u8>> {
     let mut bytes = vec![0u8; usize::try_from(len).ok()?];
     let mut at = 0;
-    for skip in debug_ranges(file, len) {
+    for skip in debug_ranges(&ReadCache::new(file), len) {
         read_range(file, &mut bytes, at..skip.start)?;
         at = skip.end;
     }
@@ -34,44 +35,6 @@ fn read_range(file: &File, bytes: &mut [u8], r: Range<u64>) -> Option<()> {
     file.read_exact_at(bytes.get_mut(start..end)?, r.start).ok()
 }
 
-/// The file ranges of the debug sections, sorted, disjoint and within `0..len`. The
-/// section table is untrusted: a range it gives only ever means fewer bytes read, so a
-/// crafted one can make the file unrecognisable (as it could anyway), never more.
-fn debug_ranges(file: &File, len: u64) -> Vec<Range<u64>> {
-    let cache = ReadCache::new(file);
-    let data = &cache;
-    let Ok(header) = elf::FileHeader64::<Endianness>::parse(data) else {
-        return Vec::new();
-    };
-    let Ok(endian) = header.endian() else {
-        return Vec::new();
-    };
-    let Ok(sections) = header.sections(endian, data) else {
-        return Vec::new();
-    };
-    let mut ranges: Vec<Range<u64>> = sections
-        .iter()
-        .filter(|s| s.sh_flags(endian).0 & elf::SHF_ALLOC.0 == 0)
-        .filter(|s| {
-            sections
-                .section_name(endian, s)
-                .is_ok_and(|n| n.starts_with(b".debug") || n.starts_with(b".zdebug"))
-        })
-        .filter_map(|s| s.file_range(endian))
-        .map(|(offset, size)| offset.min(len)..offset.saturating_add(size).min(len))
-        .filter(|r| r.start < r.end)
-        .collect();
-    ranges.sort_by_key(|r| r.start);
-    let mut merged: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
-    for r in ranges {
-        match merged.last_mut() {
-            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-            _ => merged.push(r),
-        }
-    }
-    merged
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -84,7 +47,7 @@ mod tests {
         let path = std::env::current_exe().unwrap();
         let whole = std::fs::read(&path).unwrap();
         let file = File::open(&path).unwrap();
-        let skipped = debug_ranges(&file, whole.len() as u64);
+        let skipped = debug_ranges(&*whole, whole.len() as u64);
         let debug: u64 = skipped.iter().map(|r| r.end - r.start).sum();
         assert!(
             debug > whole.len() as u64 / 10,

@@ -130,6 +130,11 @@ pub fn check_memory(input: &[u8]) {
 /// The `python_elf` check.
 pub fn check_elf(input: &[u8]) {
     let _ = TsdLayout::from_elf(input);
+    // What the recorder leaves unread of the file: sorted, apart, inside it.
+    let len = input.len() as u64;
+    let skipped = hotspot_python::elf::debug_ranges(input, len);
+    assert!(skipped.iter().all(|r| r.start < r.end && r.end <= len));
+    assert!(skipped.windows(2).all(|w| w[0].end < w[1].start));
     let _ = hotspot_python::debug_offsets::DebugOffsets::parse(input);
     for (name, options) in [
         (None, DetectOptions::default()),
