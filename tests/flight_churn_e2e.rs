@@ -30,6 +30,9 @@ use hotspot_testkit::e2e::{hotspot, serial, tmp};
 /// Longer than the run: one recorder throughout.
 const SEGMENT: Duration = Duration::from_secs(600);
 const RUN: Duration = Duration::from_secs(150);
+/// The sampling rate: a tenth of the default, so that what the samples bring grows a
+/// tenth as fast while the processes come and go as often (module doc).
+const FREQ: u32 = 49;
 /// The windows compared, each longer than the symboliser holds parsed debug information
 /// while new frames keep coming (30 s, then it drops it and parses again), so each has a
 /// moment without it: after the first 35 s, and the end.
@@ -117,7 +120,9 @@ fn recorder_memory_stays_flat_while_processes_come_and_go() {
     let _g = serial();
     let rec = Recorder(
         hotspot()
-            .args(["record", "-a", "--keep", "30m", "--segment"])
+            .args(["record", "-a", "-F"])
+            .arg(FREQ.to_string())
+            .args(["--keep", "30m", "--segment"])
             .arg(format!("{}s", SEGMENT.as_secs()))
             .arg("-o")
             .arg(&dir)
