@@ -309,7 +309,8 @@ static __always_inline int is_traced(__u32 tgid)
 
 /*
  * `wake`: BPF_RB_FORCE_WAKEUP for an event the recorder acts on at once (a
- * chosen target's end ends the recording), else 0: the ring's own rule, which
+ * chosen target's end ends the recording; a new program may be an interpreter
+ * to walk: exec_wakeup), else 0: the ring's own rule, which
  * wakes it only when it had read everything before (samples do not wake it:
  * sample_wakeup), and its next poll (within a second) reads the event.
  */
@@ -1220,6 +1221,47 @@ int BPF_PROG(hs_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/*
+ * When an exec last woke the reader with -a (any CPU: a race costs one more
+ * wakeup). See exec_wakeup.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} exec_woke SEC(".maps");
+
+/* With -a, an exec wakes the reader at most this often. */
+#define HS_EXEC_WAKE_NS 5000000ULL
+
+/*
+ * An exec wakes the reader: the new program may be an interpreter, whose frames
+ * are walked only once the recorder has read its mappings, and a short script
+ * is gone a poll later. The ring's own rule would not wake it while samples
+ * wait unread (they never wake it before a quarter is full): a python3 that a
+ * busy shell exec'd (pyenv's shims, wrapper scripts) then had no Python frame
+ * in its first 0.2 s (0 of ~110 samples named, 3 runs). With -a every exec on
+ * the box comes here: at most one wakeup per HS_EXEC_WAKE_NS, so a box that
+ * starts a thousand processes a second costs 200 more a second, not 1000.
+ */
+static __always_inline __u64 exec_wakeup(void)
+{
+	__u32 zero = 0;
+	__u64 now, *last;
+
+	if (!all_processes)
+		return BPF_RB_FORCE_WAKEUP;
+	last = bpf_map_lookup_elem(&exec_woke, &zero);
+	if (!last)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (now - *last < HS_EXEC_WAKE_NS)
+		return 0;
+	*last = now;
+	return BPF_RB_FORCE_WAKEUP;
+}
+
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(hs_exec, struct task_struct *task)
 {
@@ -1230,7 +1272,7 @@ int BPF_PROG(hs_exec, struct task_struct *task)
 		return 0;
 	python_thread_gone((__u32)id);
 	/* comm is already the new program's name at this point. */
-	emit_task_event(HS_KIND_EXEC, tgid, (__u32)id, 0);
+	emit_task_event(HS_KIND_EXEC, tgid, (__u32)id, exec_wakeup());
 	return 0;
 }
 

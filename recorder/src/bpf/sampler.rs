@@ -456,6 +456,19 @@ impl EventSource for BpfSampler {
         let mut through = self.cutoff();
         self.drain();
         if !self.order.has_through(through) {
+            // An exec or exit woke the recorder but is held for the margin: wait no
+            // longer than that, or it would wait for the next wakeup (a quarter of
+            // the ring, or the next flush) and a script exec'd by a busy shell would be
+            // walked only after it ended.
+            let timeout = match self.order.oldest_prompt() {
+                Some(t) if self.cutoff() != u64::MAX => {
+                    let due = t.saturating_add(time_order::MARGIN_NS + 1_000_000);
+                    timeout.min(Duration::from_nanos(
+                        due.saturating_sub(machine::monotonic_ns()),
+                    ))
+                }
+                _ => timeout,
+            };
             self.wait(timeout)?;
             through = self.cutoff();
             self.drain();

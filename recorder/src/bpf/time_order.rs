@@ -31,6 +31,17 @@ impl TimeOrder {
         self.held.iter().any(|e| e.time_ns() <= through)
     }
 
+    /// The time of the oldest held exec or exit: the events the recorder acts on at once
+    /// (a new program may be an interpreter to walk; a target's end may end the
+    /// recording), which wake it, but go out only a margin after their time.
+    pub fn oldest_prompt(&self) -> Option<u64> {
+        self.held
+            .iter()
+            .filter(|e| matches!(e, Event::Exec { .. } | Event::Exit { .. }))
+            .map(Event::time_ns)
+            .min()
+    }
+
     /// Moves every held event timed at or before `through` into `out`, oldest first
     /// (events with equal times keep the order they were read in).
     pub fn release(&mut self, through: u64, out: &mut Vec<Event>) {
@@ -65,5 +76,23 @@ mod tests {
         o.release(u64::MAX, &mut out);
         assert_eq!(out, [exit(9, 3)]);
         assert!(!o.has_through(u64::MAX));
+    }
+
+    #[test]
+    fn the_oldest_exec_or_exit_held_is_known_samples_aside() {
+        let mut o = TimeOrder::default();
+        assert_eq!(o.oldest_prompt(), None);
+        o.push(Event::Fork {
+            time_ns: 2,
+            parent: 1,
+            child: 2,
+        });
+        assert_eq!(o.oldest_prompt(), None, "a fork is not acted on at once");
+        o.push(exit(7, 1));
+        o.push(exit(4, 2));
+        assert_eq!(o.oldest_prompt(), Some(4));
+        let mut out = Vec::new();
+        o.release(5, &mut out);
+        assert_eq!(o.oldest_prompt(), Some(7));
     }
 }
