@@ -77,6 +77,16 @@ fn has(stack: &[FrameName], function: &str) -> bool {
         .any(|f| is_python(f) && &*f.function == function)
 }
 
+/// Samples whose stack passes `f`.
+fn count(all: &[(Vec<FrameName>, u64)], f: impl Fn(&[FrameName]) -> bool) -> u64 {
+    all.iter().filter(|(s, _)| f(s)).map(|(_, n)| n).sum()
+}
+
+/// Whether `stack` has a frame named `function` (any module).
+fn names(stack: &[FrameName], function: &str) -> bool {
+    stack.iter().any(|f| &*f.function == function)
+}
+
 /// `py-spy record --nonblocking` (from PyPI, put in `target/py-spy` by `tools/test`) on
 /// split.py run by `exe`: the samples under `seventy` and under `thirty`.
 fn py_spy_split(exe: &Path, raw: &Path) -> (f64, f64) {
@@ -143,13 +153,10 @@ fn split_7030_at_python_level_on_every_interpreter() {
             &[&exe.display().to_string(), &script("split.py"), "3"],
         );
         let all = stacks(&c);
-        let count = |f: &dyn Fn(&[FrameName]) -> bool| -> u64 {
-            all.iter().filter(|(s, _)| f(s)).map(|(_, n)| n).sum()
-        };
-        let seventy = count(&|s| has(s, "seventy")) as f64;
-        let thirty = count(&|s| has(s, "thirty")) as f64;
-        let total = count(&|_| true) as f64;
-        let in_main = count(&|s| has(s, "main")) as f64;
+        let seventy = count(&all, |s| has(s, "seventy")) as f64;
+        let thirty = count(&all, |s| has(s, "thirty")) as f64;
+        let total = count(&all, |_| true) as f64;
+        let in_main = count(&all, |s| has(s, "main")) as f64;
         // Frames named from the script: file and line.
         let lines_ok = all.iter().any(|(s, _)| {
             s.iter().any(|f| {
@@ -234,11 +241,8 @@ fn deeper_than_the_cap_ends_in_a_marker() {
         &[&exe, &script("recurse.py"), "200", "1.5"],
     );
     let all = stacks(&c);
-    let count = |all: &[(Vec<FrameName>, u64)], f: &dyn Fn(&[FrameName]) -> bool| -> u64 {
-        all.iter().filter(|(s, _)| f(s)).map(|(_, n)| n).sum()
-    };
-    let deep = count(&all, &|s| depth_of(s) > 0);
-    let cut = count(&all, &|s| s.iter().any(|f| &*f.function == marker));
+    let deep = count(&all, |s| depth_of(s) > 0);
+    let cut = count(&all, |s| names(s, marker));
     let deepest = all.iter().map(|(s, _)| depth_of(s)).max().unwrap_or(0);
     assert!(deep > 50, "only {deep} samples in down()");
     assert!(
@@ -256,8 +260,8 @@ fn deeper_than_the_cap_ends_in_a_marker() {
         &[&exe, &script("recurse.py"), "200", "1.5"],
     );
     let all = stacks(&c);
-    let deep = count(&all, &|s| depth_of(s) > 0);
-    let whole = count(&all, &|s| depth_of(s) == 201 && has(s, "spin"));
+    let deep = count(&all, |s| depth_of(s) > 0);
+    let whole = count(&all, |s| depth_of(s) == 201 && has(s, "spin"));
     assert!(deep > 50, "only {deep} samples in down()");
     assert!(
         whole as f64 >= 0.9 * deep as f64,
@@ -280,21 +284,10 @@ fn a_script_of_a_fifth_of_a_second_is_named_after_it_exits() {
             &[&exe.display().to_string(), &script("brief.py")],
         );
         let all = stacks(&c);
-        let named: u64 = all
-            .iter()
-            .filter(|(s, _)| has(s, "brief_work"))
-            .map(|(_, n)| n)
-            .sum();
+        let named = count(&all, |s| has(s, "brief_work"));
         // Code objects are read while the process lives; one read after it exited
         // would be unreadable.
-        let unreadable: u64 = all
-            .iter()
-            .filter(|(s, _)| {
-                s.iter()
-                    .any(|f| &*f.function == "[python: unreadable code object]")
-            })
-            .map(|(_, n)| n)
-            .sum();
+        let unreadable = count(&all, |s| names(s, "[python: unreadable code object]"));
         // 0.2 s at 499 Hz is ~100 samples (a third of that on a loaded machine), less
         // those before the recorder registers the process (it reads the process's
         // mappings every 5 ms until it can, then the files: 40-60 ms, measured). On a
@@ -328,11 +321,7 @@ fn a_script_a_busy_shell_execs_is_walked_from_its_start() {
             &["sh", "-c", &shell],
         );
         let all = stacks(&c);
-        let named: u64 = all
-            .iter()
-            .filter(|(s, _)| has(s, "brief_work"))
-            .map(|(_, n)| n)
-            .sum();
+        let named = count(&all, |s| has(s, "brief_work"));
         // As a_script_of_a_fifth_of_a_second_is_named_after_it_exits: ~100 samples of
         // brief_work at 499 Hz, fewer on a loaded machine; 99-100 measured here.
         assert!(
@@ -379,23 +368,10 @@ fn a_fake_interpreter_costs_no_crash_and_keeps_native_stacks() {
     assert!(c.end.is_some(), "capture finished cleanly");
     let all = stacks(&c);
     let total: u64 = all.iter().map(|(_, n)| n).sum();
-    let native: u64 = all
-        .iter()
-        .filter(|(s, _)| {
-            s.iter().any(|f| &*f.function == "main") && s.iter().any(|f| &*f.function == "spin")
-        })
-        .map(|(_, n)| n)
-        .sum();
+    let native = count(&all, |s| names(s, "main") && names(s, "spin"));
     // The walk ran (the crafted chain was followed to the cap, its code unreadable) and
     // cost the stacks nothing of their own.
-    let walked: u64 = all
-        .iter()
-        .filter(|(s, _)| {
-            s.iter()
-                .any(|f| &*f.function == "[python: unreadable code object]")
-        })
-        .map(|(_, n)| n)
-        .sum();
+    let walked = count(&all, |s| names(s, "[python: unreadable code object]"));
     assert!(total > 100, "only {total} samples");
     assert!(
         native as f64 >= 0.9 * total as f64,

@@ -79,7 +79,7 @@ mod tests {
     }
 
     #[test]
-    fn the_oldest_exec_or_exit_held_is_known_samples_aside() {
+    fn the_oldest_exec_or_exit_held_is_known_forks_aside() {
         let mut o = TimeOrder::default();
         assert_eq!(o.oldest_prompt(), None);
         o.push(Event::Fork {
