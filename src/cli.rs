@@ -153,8 +153,8 @@ pub struct RecordArgs {
     /// Flight recorder: the time each segment covers.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub segment: Duration,
-    /// Take marks dropped into DIR (`hotspot mark DIR TEXT`) at every block (the flight
-    /// recorder passes its directory to each segment's recorder).
+    /// Take marks dropped into DIR (`hotspot mark DIR TEXT`) at every block (a flight
+    /// recorder takes those of its own directory).
     #[arg(long, value_name = "DIR", hide = true)]
     pub marks_from: Option<PathBuf>,
     /// Flight recorder: print one line per finished segment on stderr.

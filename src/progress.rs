@@ -14,6 +14,8 @@ pub struct Printer {
     tty: bool,
     /// A progress line is on screen, to be cleared before anything else is printed.
     shown: bool,
+    /// A flight recorder's segments are each told of in a line (`--log-segments`).
+    segments: bool,
 }
 
 impl Printer {
@@ -21,6 +23,15 @@ impl Printer {
         Printer {
             tty: std::io::stderr().is_terminal(),
             shown: false,
+            segments: false,
+        }
+    }
+
+    /// Prints a line per finished segment and per budget removal (`--log-segments`).
+    pub fn log_segments(self, on: bool) -> Self {
+        Printer {
+            segments: on,
+            ..self
         }
     }
 
@@ -67,6 +78,25 @@ impl Observer for Printer {
                 "hotspot: the command (pid {pid}) is still running, no longer profiled (--keep-running)"
             ),
             Warning::FeatureOff(off) => eprintln!("hotspot: {}", off.line()),
+        }
+    }
+
+    fn segment_ended(&mut self, path: &Path, bytes: u64, took: std::time::Duration) {
+        if self.segments {
+            self.clear();
+            eprintln!(
+                "hotspot: segment {}: {:.1} KiB in {:.1} s",
+                hotspot_replay::sanitize::display(&path.to_string_lossy()),
+                bytes as f64 / 1024.0,
+                took.as_secs_f64()
+            );
+        }
+    }
+
+    fn segments_removed(&mut self, count: usize) {
+        if self.segments {
+            self.clear();
+            eprintln!("hotspot: removed {count} old segments");
         }
     }
 }

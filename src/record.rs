@@ -14,9 +14,6 @@ use crate::signals;
 
 pub fn run(args: RecordArgs) -> anyhow::Result<()> {
     let target = target(&args)?;
-    if args.keep.is_some() || args.max_size.is_some() {
-        return crate::flight::run(&args);
-    }
     let mut opts = SessionOptions::new(target, &args.output);
     opts.freq = args.freq;
     opts.duration = args.duration;
@@ -32,6 +29,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<()> {
     opts.marks = args.marks_from.clone();
     if let Some(every) = args.flush_interval {
         opts.flush_every = every;
+    }
+    if args.keep.is_some() || args.max_size.is_some() {
+        opts.command_line = std::env::args().collect();
+        return crate::flight::run(&args, opts);
     }
     let summary = record(&opts)?;
     print_summary(&summary, &args.output);

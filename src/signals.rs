@@ -1,23 +1,11 @@
 //! Ctrl-C and SIGTERM set a flag the recording loop polls, so it can finish the capture.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub static STOP: AtomicBool = AtomicBool::new(false);
 
-/// A child the stop is passed on to (SIGTERM) as it comes, so that its parent can block
-/// in waiting for it rather than wake to look at [`STOP`] (0: none). Whoever sets it
-/// clears it before the child is reaped: a pid is not reused before then.
-pub static FORWARD: AtomicI32 = AtomicI32::new(0);
-
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
-    let child = FORWARD.load(Ordering::SeqCst);
-    if child > 0 {
-        // SAFETY: kill(2) is async-signal-safe; the pid is an unreaped child (see FORWARD).
-        unsafe {
-            libc::kill(child, libc::SIGTERM);
-        }
-    }
 }
 
 /// Installs the handlers for SIGINT and SIGTERM (a second signal changes nothing: the
@@ -25,7 +13,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 pub fn install() {
     let handler: extern "C" fn(libc::c_int) = on_signal;
     for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only touches atomics and calls kill(2): async-signal-safe.
+        // SAFETY: the handler only touches an atomic: async-signal-safe.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = handler as usize;

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hotspot_replay::Capture;
-use hotspot_testkit::e2e::{hotspot, serial, tmp, voluntary_switches};
+use hotspot_testkit::e2e::{hotspot, serial, tmp};
 
 /// A shell spinning on a CPU until dropped.
 struct Busy(Child);
@@ -128,8 +128,38 @@ fn every_segment_opens(dir: &Path) -> Vec<String> {
         assert!(c.corrupt.is_empty(), "{n}: {:?}", c.corrupt);
         assert!(!c.samples.is_empty(), "{n} has no samples");
         assert!(c.session.is_some(), "{n} has no session header");
+        defines_what_its_samples_need(n, &c);
     }
     names
+}
+
+/// Every sample's thread, process, stack, frames and modules are defined in the capture
+/// itself, whatever earlier segments held (the recorder goes on from one to the next).
+fn defines_what_its_samples_need(n: &str, c: &Capture) {
+    for s in &c.samples {
+        let t = c.threads.get(&s.tid);
+        let t = t.unwrap_or_else(|| panic!("{n}: thread {} undefined", s.tid));
+        assert!(
+            c.processes.contains_key(&t.pid),
+            "{n}: process {} of thread {} undefined",
+            t.pid,
+            s.tid
+        );
+        let stack = c.stacks.get(&s.stack);
+        let stack = stack.unwrap_or_else(|| panic!("{n}: stack {} undefined", s.stack));
+        for f in stack {
+            let frame = c.frames.get(f);
+            let frame = frame.unwrap_or_else(|| panic!("{n}: frame {f} undefined"));
+            assert!(
+                c.modules.contains_key(&frame.module),
+                "{n}: module {} undefined",
+                frame.module
+            );
+        }
+    }
+    if let Some(m) = c.unwinding.as_ref().and_then(|u| u.markers) {
+        assert!(c.modules.contains_key(&m), "{n}: marker module undefined");
+    }
 }
 
 #[test]
@@ -339,7 +369,7 @@ fn a_sigkill_mid_segment_leaves_every_earlier_segment_and_the_readable_part_of_t
 }
 
 #[test]
-fn sigterm_to_the_supervisor_ends_a_long_segment_at_once() {
+fn sigterm_ends_a_long_segment_at_once() {
     let _g = serial();
     let busy = Busy::start();
     let d = tmp();
@@ -351,25 +381,19 @@ fn sigterm_to_the_supervisor_ends_a_long_segment_at_once() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The segment's recorder is running (its file exists) before the stop.
+    // The segment is being written (its file exists) before the stop.
     let start = Instant::now();
     while look(&dir).0.is_empty() && start.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(100));
     }
-    // While a segment runs the supervisor sleeps: it used to wake every 50 ms to look for
-    // a stop, and on an idle box its own samples were most of what a segment named.
-    let before = voluntary_switches(child.id());
     std::thread::sleep(Duration::from_secs(2));
-    let woke = voluntary_switches(child.id()) - before;
-    assert!(woke <= 3, "the supervisor woke {woke} times in 2 s");
-    // SAFETY: kill(2) on our own child (the supervisor alone, not its group), not reaped.
+    // SAFETY: kill(2) on our own child, not reaped.
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
     }
     let stopped = Instant::now();
     let out = child.wait_with_output().unwrap();
-    // The supervisor passes the stop on to the segment's recorder, which finishes its
-    // capture: seconds, not the 120 s the segment would otherwise run.
+    // The segment is finished at once: seconds, not the 120 s it would otherwise run.
     assert!(
         stopped.elapsed() < Duration::from_secs(60),
         "the stop took {:?}",
@@ -381,4 +405,55 @@ fn sigterm_to_the_supervisor_ends_a_long_segment_at_once() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(every_segment_opens(&dir).len(), 1);
+}
+
+#[test]
+fn one_recorder_writes_every_segment_of_a_command_run_once() {
+    let _g = serial();
+    let d = tmp();
+    let dir = d.path().join("history");
+    let out = hotspot()
+        .args([
+            "record",
+            "--keep",
+            "10m",
+            "--segment",
+            "1s",
+            "--log-segments",
+            "-o",
+        ])
+        .arg(&dir)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 5000000 ]; do i=$((i+1)); done",
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let names = every_segment_opens(&dir);
+    assert!(names.len() >= 3, "{names:?}: {said}");
+    // The command ran once, from the first segment to the last: each segment holds the
+    // same process (defined again in it), and one line was logged per segment, naming it.
+    let mut pids = BTreeSet::new();
+    for n in &names {
+        let c = Capture::open(&dir.join(n)).unwrap();
+        let sh: Vec<u32> = c
+            .processes
+            .values()
+            .filter(|p| p.name == "sh")
+            .map(|p| p.pid)
+            .collect();
+        assert_eq!(sh.len(), 1, "{n}: {:?}", c.processes);
+        pids.extend(sh);
+        assert!(said.contains(n.as_str()), "{n} not logged: {said}");
+    }
+    assert_eq!(pids.len(), 1, "the command ran more than once: {pids:?}");
+    assert_eq!(
+        said.matches("hotspot: segment ").count(),
+        names.len(),
+        "{said}"
+    );
 }

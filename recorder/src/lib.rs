@@ -15,6 +15,7 @@ pub mod event;
 pub mod host;
 pub mod launch;
 pub mod live;
+pub(crate) mod name_cache;
 pub mod privilege;
 pub mod recording;
 pub(crate) mod sink;
@@ -23,4 +24,4 @@ pub(crate) mod symbol_worker;
 
 pub use convert::{ConvertConfig, Counts, Held, Totals};
 pub use error::RecorderError;
-pub use recording::{Progress, RecordConfig, Recorder, StopReason, Summary, run};
+pub use recording::{Progress, RecordConfig, Recorder, Segments, StopReason, Summary, run};

@@ -1,7 +1,7 @@
 //! The recording loop: polls an [`EventSource`], hands what it drains to the
 //! [`Converter`], and paces the capture: a block a second (the first sooner), the
-//! source's lost counts with each, names as they come, and the stop rules (a flag, a
-//! duration, every target gone). [`Recorder`] is what is set up before sampling starts;
+//! source's lost counts with each, names as they come, the stop rules (a flag, a
+//! duration, every target gone), and for a flight recorder the segments' ends. [`Recorder`] is what is set up before sampling starts;
 //! [`Recorder::run`] is the loop.
 
 use std::io::Write;
@@ -95,8 +95,36 @@ impl Recorder {
         stop: &AtomicBool,
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<(Summary, W), RecorderError> {
+        self.record(source, writer, None, stop, on_progress)
+    }
+
+    /// Records a flight recorder's history until stopped: a segment every
+    /// `segments.length()`, each a whole capture (see [`Converter::next_capture`]), all
+    /// from one set-up. The summary is the last segment's.
+    pub fn run_segments<S: EventSource, W: Write>(
+        self,
+        source: &mut S,
+        segments: &mut dyn Segments<W>,
+        stop: &AtomicBool,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Summary, RecorderError> {
+        let first = segments.start()?;
+        let (summary, out) = self.record(source, first, Some(segments), stop, on_progress)?;
+        segments.ended(out, &summary.totals)?;
+        Ok(summary)
+    }
+
+    fn record<S: EventSource, W: Write>(
+        self,
+        source: &mut S,
+        writer: Writer<W>,
+        mut segments: Option<&mut dyn Segments<W>>,
+        stop: &AtomicBool,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<(Summary, W), RecorderError> {
         let Recorder { cfg, core } = self;
         let start = Instant::now();
+        let mut segment_start = start;
         let mut conv = Converter::new(core, writer)?;
         let flush_every = cfg.flush_every;
         // The first block goes out early, so a capture is readable (and tailable) at once.
@@ -133,7 +161,10 @@ impl Recorder {
             } else {
                 until_end
             };
-            source.poll(until_flush.min(most), &mut events)?;
+            let until_segment = segments.as_ref().map_or(Duration::MAX, |s| {
+                s.length().saturating_sub(segment_start.elapsed())
+            });
+            source.poll(until_flush.min(most).min(until_segment), &mut events)?;
             handle_walking(&mut conv, &mut events, source)?;
             // Names travel continuously rather than once per flush, so a block usually
             // carries the names of its own new frames: a killed recorder keeps them.
@@ -145,6 +176,21 @@ impl Recorder {
                 conv.handle_lost_mappings(source.lost_mapping_events())?;
                 conv.forget_exited_targets();
                 on_progress(&progress(&conv, start));
+            }
+            if let Some(segs) = segments.as_deref_mut()
+                && segment_start.elapsed() >= segs.length()
+            {
+                end_segment(
+                    &mut conv,
+                    source,
+                    segs,
+                    cfg.convert.off_cpu_period_ns.is_some(),
+                )?;
+                segment_start = Instant::now();
+                // The next segment's first block goes out soon, as a first capture's does.
+                last_flush = Instant::now()
+                    .checked_sub(flush_every - first)
+                    .unwrap_or_else(Instant::now);
             }
             if conv.targets_gone() {
                 break StopReason::TargetsExited;
@@ -182,6 +228,38 @@ impl Recorder {
         };
         Ok((summary, out))
     }
+}
+
+/// Where a flight recorder's segments go: [`Recorder::run_segments`] ends one and starts
+/// the next every [`Segments::length`].
+pub trait Segments<W: Write> {
+    /// How long a segment lasts.
+    fn length(&self) -> Duration;
+    /// The writer of a segment starting now, its session header written.
+    fn start(&mut self) -> Result<Writer<W>, RecorderError>;
+    /// A segment is finished: its output, and what it holds.
+    fn ended(&mut self, out: W, totals: &Totals) -> Result<(), RecorderError>;
+}
+
+/// Ends the current segment and goes on in the next: what the source counted for it (its
+/// lost counts, and with `off_cpu` the live threads' times) is written to it first.
+fn end_segment<S: EventSource, W: Write>(
+    conv: &mut Converter<W>,
+    source: &mut S,
+    segments: &mut dyn Segments<W>,
+    off_cpu: bool,
+) -> Result<(), RecorderError> {
+    conv.take_marks()?;
+    conv.handle_lost_mappings(source.lost_mapping_events())?;
+    if off_cpu {
+        let live = source.thread_times_now()?;
+        let end = conv.now_ns();
+        conv.handle_segment_threads(live, end)?;
+    }
+    flush(conv, source)?;
+    let next = segments.start()?;
+    let (totals, out) = conv.next_capture(next)?;
+    segments.ended(out, &totals)
 }
 
 /// Sets up a [`Recorder`] and runs it (for callers with nothing to track up front).

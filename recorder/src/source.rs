@@ -38,6 +38,11 @@ pub trait EventSource {
     fn take_thread_times(&mut self) -> Result<Vec<(u32, OpenThreadTimes)>, RecorderError> {
         Ok(Vec::new())
     }
+    /// `--off-cpu`: the times of the threads alive now, left in the source, which goes on
+    /// accounting them (a flight recorder's segment ends).
+    fn thread_times_now(&mut self) -> Result<Vec<(u32, OpenThreadTimes)>, RecorderError> {
+        Ok(Vec::new())
+    }
     /// Walks the Python frames of process `pid` from now on, as `entry` says (the 48
     /// bytes of `hs_python_proc`: `_PyRuntime`'s address, the walk description, glibc's
     /// thread-specific data), or no longer (`None`). A source that cannot walk Python

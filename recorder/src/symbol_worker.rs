@@ -21,6 +21,7 @@ pub use hotspot_symbols::Loc;
 
 use crate::convert::module_table::ModuleInfo;
 use crate::convert::normalizer::SymbolRequest;
+use crate::name_cache::NameCache;
 
 /// The name of one frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +55,14 @@ impl Resolved {
 
 type Batch = Vec<(SymbolRequest, ModuleInfo)>;
 
+/// What the worker is asked to do.
+enum Job {
+    /// Name these frames (one result is sent back per batch).
+    Name(Batch),
+    /// A new capture begins (see [`NameCache`]).
+    NextCapture,
+}
+
 /// After this long without new frames the parsed debug info is dropped: new frames are
 /// rare once a program has warmed up, and libc's DWARF alone holds ~10 MB. Not 2 s (as
 /// it was): on a quiet box the few new frames of whatever runs there (a poller, a
@@ -73,15 +82,17 @@ const BUSY_RELEASE: Duration = Duration::from_secs(30);
 /// The worker thread; dropping the handle's sender lets it finish.
 #[derive(Debug)]
 pub struct SymbolWorker {
-    tx: Option<Sender<Batch>>,
+    tx: Option<Sender<Job>>,
     rx: Receiver<Vec<Resolved>>,
     handle: Option<JoinHandle<()>>,
+    /// Batches submitted whose results have not been taken yet (one result per batch).
+    outstanding: usize,
 }
 
 impl SymbolWorker {
     /// Starts the thread; `vdso_image` is the vDSO's bytes, for naming frames in it.
     pub fn start(debug_dirs: Vec<PathBuf>, vdso_image: Option<Arc<[u8]>>) -> std::io::Result<Self> {
-        let (tx, req_rx) = channel::<Batch>();
+        let (tx, req_rx) = channel::<Job>();
         let (res_tx, rx) = channel();
         let handle = std::thread::Builder::new()
             .name("hotspot-symbols".into())
@@ -90,7 +101,8 @@ impl SymbolWorker {
                 let mut released = Instant::now();
                 loop {
                     match req_rx.recv_timeout(IDLE) {
-                        Ok(batch) => {
+                        Ok(Job::NextCapture) => resolver.names.next_capture(),
+                        Ok(Job::Name(batch)) => {
                             if res_tx.send(resolver.resolve(batch)).is_err() {
                                 break;
                             }
@@ -113,23 +125,54 @@ impl SymbolWorker {
             tx: Some(tx),
             rx,
             handle: Some(handle),
+            outstanding: 0,
         })
     }
 
     /// Queues frames for resolution.
-    pub fn submit(&self, batch: Batch) {
+    pub fn submit(&mut self, batch: Batch) {
         if batch.is_empty() {
             return;
         }
+        // A dead worker only costs names, never samples.
+        if let Some(tx) = &self.tx
+            && tx.send(Job::Name(batch)).is_ok()
+        {
+            self.outstanding += 1;
+        }
+    }
+
+    /// A new capture begins: names found in the last two are given again from memory.
+    pub fn next_capture(&mut self) {
         if let Some(tx) = &self.tx {
-            // A dead worker only costs names, never samples.
-            let _ = tx.send(batch);
+            let _ = tx.send(Job::NextCapture);
         }
     }
 
     /// Results that are ready now.
-    pub fn ready(&self) -> Vec<Resolved> {
-        self.rx.try_iter().flatten().collect()
+    pub fn ready(&mut self) -> Vec<Resolved> {
+        let got: Vec<Vec<Resolved>> = self.rx.try_iter().collect();
+        self.outstanding = self.outstanding.saturating_sub(got.len());
+        got.into_iter().flatten().collect()
+    }
+
+    /// Waits for every batch submitted so far and returns their results; the worker goes
+    /// on (a flight recorder's segment ends: its frames are named in it).
+    pub fn drain(&mut self) -> Vec<Resolved> {
+        let mut out = Vec::new();
+        while self.outstanding > 0 {
+            match self.rx.recv() {
+                Ok(r) => {
+                    self.outstanding -= 1;
+                    out.extend(r);
+                }
+                // The worker died: what it had is lost (names, never samples).
+                Err(_) => {
+                    self.outstanding = 0;
+                }
+            }
+        }
+        out
     }
 
     /// Waits for every queued batch and returns the remaining results.
@@ -149,6 +192,8 @@ struct Resolver {
     perf_maps: PerfMaps,
     /// Our own vDSO, dumped to a file at first use (`None` inside when that failed).
     vdso: Option<Option<(PathBuf, Arc<ModuleFile>)>>,
+    /// Names found in the last two captures.
+    names: NameCache,
 }
 
 impl Resolver {
@@ -158,10 +203,42 @@ impl Resolver {
             vdso_image,
             perf_maps: PerfMaps::default(),
             vdso: None,
+            names: NameCache::default(),
         }
     }
 
+    /// Names a batch: from memory what the last two captures named, the rest from the
+    /// files (and then remembered).
     fn resolve(&mut self, batch: Batch) -> Vec<Resolved> {
+        let mut out = Vec::new();
+        let mut misses = Vec::new();
+        let mut remember = Vec::new();
+        for (req, info) in batch {
+            let key = NameCache::key(&info);
+            match key.as_ref().and_then(|k| self.names.get(k, req.offset)) {
+                Some(hit) => out.extend(hit.map(|r| Resolved {
+                    frame: req.frame,
+                    ..r
+                })),
+                None => {
+                    if let Some(k) = key {
+                        remember.push((req.frame, k, req.offset));
+                    }
+                    misses.push((req, info));
+                }
+            }
+        }
+        let found = self.resolve_files(misses);
+        let by_frame: HashMap<FrameId, &Resolved> = found.iter().map(|r| (r.frame, r)).collect();
+        for (frame, key, offset) in remember {
+            let name = by_frame.get(&frame).map(|r| (*r).clone());
+            self.names.put(key, offset, name);
+        }
+        out.extend(found);
+        out
+    }
+
+    fn resolve_files(&mut self, batch: Batch) -> Vec<Resolved> {
         let mut by_module: HashMap<u32, (ModuleInfo, Vec<SymbolRequest>)> = HashMap::new();
         for (req, info) in batch {
             by_module

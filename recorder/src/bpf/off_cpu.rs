@@ -111,6 +111,15 @@ impl OffCpu {
     /// The threads still in the map, taken out of it (so that an exit from now on writes
     /// no second record of one), and how many values did not decode.
     pub(super) fn take_threads(&mut self) -> Result<(Vec<(u32, OpenThreadTimes)>, u64), BpfError> {
+        self.threads_now(true)
+    }
+
+    /// The threads in the map, left in it (`take`: taken out of it), and how many values
+    /// did not decode.
+    pub(super) fn threads_now(
+        &mut self,
+        take: bool,
+    ) -> Result<(Vec<(u32, OpenThreadTimes)>, u64), BpfError> {
         let tids = self
             .threads
             .keys()
@@ -121,7 +130,7 @@ impl OffCpu {
             let Ok(value) = self.threads.get(&tid, 0) else {
                 continue; // it exited meanwhile: its exit record has it
             };
-            if self.threads.remove(&tid).is_err() {
+            if take && self.threads.remove(&tid).is_err() {
                 continue;
             }
             match parse_thread(&value) {

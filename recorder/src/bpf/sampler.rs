@@ -518,6 +518,15 @@ impl EventSource for BpfSampler {
         self.malformed += malformed;
         Ok(threads)
     }
+
+    fn thread_times_now(&mut self) -> Result<Vec<(u32, OpenThreadTimes)>, RecorderError> {
+        let Some(o) = &mut self.off_cpu else {
+            return Ok(Vec::new());
+        };
+        let (threads, malformed) = o.threads_now(false)?;
+        self.malformed += malformed;
+        Ok(threads)
+    }
 }
 
 /// Adds `fd` to the epoll set, readable-level.

@@ -186,6 +186,14 @@ impl MappingTable {
         *self.spaces.get(&pid)?.modules.get(idx)?
     }
 
+    /// Forgets every mapping's module (a new capture numbers its modules anew); the
+    /// files found stay.
+    pub fn forget_modules(&mut self) {
+        for e in self.spaces.values_mut() {
+            e.modules.fill(None);
+        }
+    }
+
     pub fn set_module(&mut self, pid: u32, idx: usize, id: ModuleId) {
         if let Some(slot) = self
             .spaces

@@ -33,6 +33,7 @@ use crate::host::Host;
 use crate::sink::VecSink;
 use crate::symbol_worker::SymbolWorker;
 use departures::Departures;
+use hotspot_format::ThreadTimes;
 use mapping_table::MappingTable;
 use normalizer::{Normalizer, Sampled, UserPart};
 use process_table::ProcessTable;
@@ -170,11 +171,7 @@ impl Core {
         } else {
             Unwinding::default()
         };
-        let mut pending = vec![Record::Unwinding(unwinding)];
-        if let Some(period_ns) = cfg.off_cpu_period_ns {
-            pending.push(Record::OffCpu(OffCpu { period_ns }));
-        }
-        pending.extend(cfg.features_off.iter().cloned().map(Record::FeatureOff));
+        let mut pending = preamble(&cfg, unwinding);
         pending.append(&mut defs.records);
         let worker = SymbolWorker::start(cfg.debug_dirs.clone(), vdso).map_err(|source| {
             RecorderError::Io {
@@ -234,6 +231,17 @@ impl Core {
     pub fn now_ns(&self) -> u64 {
         self.host.now_ns()
     }
+}
+
+/// What a capture begins with, after the session header: how stacks are unwound, what
+/// off-CPU samples stand for, what the source went without.
+fn preamble(cfg: &ConvertConfig, unwinding: Unwinding) -> Vec<Record> {
+    let mut out = vec![Record::Unwinding(unwinding)];
+    if let Some(period_ns) = cfg.off_cpu_period_ns {
+        out.push(Record::OffCpu(OffCpu { period_ns }));
+    }
+    out.extend(cfg.features_off.iter().cloned().map(Record::FeatureOff));
+    out
 }
 
 /// The processes whose events count.
@@ -298,9 +306,16 @@ pub struct Converter<W: Write> {
     /// Scratch for one sample's frames, and for them with Python frames merged in.
     frames: Vec<FrameId>,
     merged: Vec<FrameId>,
+    /// This capture's counts.
     counts: Counts,
-    /// Samples lost per CPU as last told, to write only what is new.
+    /// The source's cumulative counts as last told, to write only what is new (a flight
+    /// recorder's segments each hold their own).
     lost_seen: Vec<u64>,
+    lost_mappings_seen: u64,
+    lost_off_cpu_seen: u64,
+    /// `--off-cpu` in a flight recorder: each live thread's times as written at the end
+    /// of the last segment, so the next holds only what came after.
+    thread_baselines: HashMap<u32, ThreadTimes>,
     /// When the source stopped accounting thread times, once it has.
     accounting_end: Option<u64>,
     /// Threads whose times were written accounted to the end (exits written after
@@ -339,6 +354,9 @@ impl<W: Write> Converter<W> {
             merged: Vec::new(),
             counts: Counts::default(),
             lost_seen: Vec::new(),
+            lost_mappings_seen: 0,
+            lost_off_cpu_seen: 0,
+            thread_baselines: HashMap::new(),
             accounting_end: None,
             closed_at_end: HashSet::new(),
             departures: Departures::default(),
@@ -424,6 +442,10 @@ impl<W: Write> Converter<W> {
             writer.push(Record::Process(p))?;
             maps.snapshot(s.pid, host);
             pythons.consider(s.pid, start, maps.maps_of(s.pid), host, writer)?;
+        } else if let Some(p) = procs.rewrite(s.pid, s.time_ns) {
+            // Known from an earlier segment: written again, not asked about again.
+            writer.push(Record::Process(p))?;
+            pythons.rewrite(s.pid, s.time_ns, writer)?;
         }
         if let Some(t) = procs.thread_seen(s.tid, s.pid, &comm, s.time_ns) {
             writer.push(Record::Thread(t))?;
@@ -495,11 +517,37 @@ impl<W: Write> Converter<W> {
         let end = self
             .accounting_end
             .map_or(times.last_ns, |end| end.min(times.last_ns));
-        let t = times.closed_at(tid, end, true);
+        let mut t = times.closed_at(tid, end, true);
+        if let Some(before) = self.thread_baselines.remove(&tid) {
+            t = crate::event::times_since(&t, &before);
+        }
         if !t.exited {
             self.closed_at_end.insert(tid);
         }
         self.writer.push(Record::ThreadTimes(t))?;
+        Ok(())
+    }
+
+    /// A flight recorder's segment ends at `end_ns`: the live threads' times so far
+    /// (`live`, read from the source, which keeps accounting them) are written to it,
+    /// each from where the last segment left it.
+    pub fn handle_segment_threads(
+        &mut self,
+        live: Vec<(u32, OpenThreadTimes)>,
+        end_ns: u64,
+    ) -> Result<(), RecorderError> {
+        let mut baselines = HashMap::with_capacity(live.len());
+        for (tid, times) in live {
+            let t = times.closed_at(tid, end_ns, false);
+            let written = match self.thread_baselines.get(&tid) {
+                Some(before) => crate::event::times_since(&t, before),
+                None => t,
+            };
+            self.writer.push(Record::ThreadTimes(written))?;
+            baselines.insert(tid, t);
+        }
+        // Threads not alive any more have had their exits written.
+        self.thread_baselines = baselines;
         Ok(())
     }
 
@@ -520,7 +568,10 @@ impl<W: Write> Converter<W> {
             if self.closed_at_end.contains(&tid) {
                 continue;
             }
-            let t = times.closed_at(tid, end, false);
+            let mut t = times.closed_at(tid, end, false);
+            if let Some(before) = self.thread_baselines.remove(&tid) {
+                t = crate::event::times_since(&t, &before);
+            }
             self.writer.push(Record::ThreadTimes(t))?;
         }
         Ok(())
@@ -657,12 +708,14 @@ impl<W: Write> Converter<W> {
 
     /// The source's count of lost off-CPU records, cumulative.
     pub fn handle_lost_off_cpu(&mut self, total: u64) -> Result<(), RecorderError> {
-        if total > self.counts.lost_off_cpu {
+        if total > self.lost_off_cpu_seen {
+            let count = total - self.lost_off_cpu_seen;
             self.writer.push(Record::LostOffCpu(LostOffCpu {
                 time_ns: self.core.host.now_ns(),
-                count: total - self.counts.lost_off_cpu,
+                count,
             }))?;
-            self.counts.lost_off_cpu = total;
+            self.lost_off_cpu_seen = total;
+            self.counts.lost_off_cpu += count;
         }
         Ok(())
     }
@@ -670,12 +723,14 @@ impl<W: Write> Converter<W> {
     /// The source's count of lost mapping events, cumulative. From the first loss on,
     /// a lookup that misses may ask the host, which may still explain it.
     pub fn handle_lost_mappings(&mut self, total: u64) -> Result<(), RecorderError> {
-        if total > self.counts.lost_mappings {
+        if total > self.lost_mappings_seen {
+            let count = total - self.lost_mappings_seen;
             self.writer.push(Record::LostMappings(LostMappings {
                 time_ns: self.core.host.now_ns(),
-                count: total - self.counts.lost_mappings,
+                count,
             }))?;
-            self.counts.lost_mappings = total;
+            self.lost_mappings_seen = total;
+            self.counts.lost_mappings += count;
             self.core.maps.events_were_lost();
         }
         Ok(())
@@ -749,12 +804,70 @@ impl<W: Write> Converter<W> {
         !self.traced.all && self.traced.live.is_empty()
     }
 
+    /// The host's clock.
+    pub fn now_ns(&self) -> u64 {
+        self.core.host.now_ns()
+    }
+
     pub fn counts(&self) -> Counts {
         self.counts
     }
 
     pub fn bytes_written(&self) -> u64 {
         self.writer.bytes_written()
+    }
+
+    /// Ends the current capture and goes on in `next` (a flight recorder's next
+    /// segment, its session header written): the names of the frames sampled so far
+    /// and each interpreter's counts go to the ending capture, which is finished and
+    /// returned with what it holds. The next one defines again, as they are met, every
+    /// process, thread, module, frame and stack its samples need, so it opens alone;
+    /// what takes time to learn (the processes and their mappings, the files read, the
+    /// interpreters decided, the symboliser) carries over.
+    pub fn next_capture(&mut self, next: Writer<W>) -> Result<(Totals, W), RecorderError> {
+        self.exchange_symbols()?;
+        symbols::push(self.core.worker.drain(), &mut self.writer)?;
+        self.core.pythons.next_capture(&mut self.writer)?;
+        let totals = self.totals();
+        let ending = std::mem::replace(&mut self.writer, next);
+        let host = &self.core.host;
+        let out = ending.finish(host.wall_ns(), host.now_ns(), self.counts.lost)?;
+        let core = &mut self.core;
+        core.worker.next_capture();
+        core.procs.next_capture();
+        core.maps.forget_modules();
+        let markers = core.norm.next_capture(&mut self.writer)?;
+        let unwinding = match markers {
+            Some(m) => Unwinding {
+                method: UnwindMethod::Cfi,
+                stack_cap: core.cfg.stack_cap,
+                markers: Some(m),
+            },
+            None => Unwinding::default(),
+        };
+        // The marker module (written by `next_capture`) comes after the `Unwinding` record
+        // that names it in a first capture too: records are read whole before use.
+        for r in preamble(&core.cfg, unwinding) {
+            self.writer.push(r)?;
+        }
+        self.counts = Counts::default();
+        self.held_peak = Held::default();
+        Ok((totals, out))
+    }
+
+    /// What the current capture holds so far.
+    fn totals(&self) -> Totals {
+        let core = &self.core;
+        Totals {
+            counts: self.counts,
+            processes: core.procs.processes_seen(),
+            threads: core.procs.threads_seen(),
+            stacks: core.norm.stack_count(),
+            frames: core.norm.frame_count(),
+            kernel_names_missing: core.host.kernel_names_missing(),
+            bytes: self.writer.bytes_written(),
+            held_peak: self.held_peak,
+        }
     }
 
     /// Waits for the last names, writes them and the capture's end.

@@ -136,6 +136,28 @@ impl Normalizer {
         Ok(id)
     }
 
+    /// A new capture begins (the flight recorder's next segment): modules, frames and
+    /// stacks get ids of their own in it, written as they are met again, and the marker
+    /// module is written first (its id, for the next `Unwinding` record). What was read
+    /// of files and the unwinder's tables stay. The symbol requests of the last capture
+    /// must have been taken.
+    pub fn next_capture(&mut self, sink: &mut impl Sink) -> Result<Option<ModuleId>, FormatError> {
+        self.modules = ModuleTable::default();
+        self.frames = FrameTable::default();
+        self.kernel_cache.clear();
+        self.marker_frames.clear();
+        self.pending.clear();
+        self.markers = None;
+        if self.user_stacks.is_some() {
+            let (id, _) = self
+                .modules
+                .intern(ModuleKind::Elf, MARKER_MODULE, &[], None, None);
+            self.write_module(id, sink)?;
+            self.markers = Some(id);
+        }
+        Ok(self.markers)
+    }
+
     /// Appends the frames of one sample (kernel leaf first, then user leaf first, then a
     /// marker if the user stack stopped short) to `out`: user addresses are looked up in
     /// `maps`, and what neither they nor the tables know is asked of `host`.

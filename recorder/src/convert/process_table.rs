@@ -1,5 +1,7 @@
 //! Processes and threads of the targets: names, command lines, and which of them still
-//! has to be written to the capture. (Their mappings: [`super::mapping_table`].)
+//! has to be written to the capture, the current one of a flight recorder's segments
+//! included (what the last one held is written again at the next's first sample).
+//! (Their mappings: [`super::mapping_table`].)
 
 // Looked up for every sample: a fast hash matters here.
 use rustc_hash::FxHashMap as HashMap;
@@ -17,6 +19,10 @@ pub struct ProcessEntry {
     pub start_ns: u64,
     /// Its threads seen so far, to forget with it.
     tids: Vec<u32>,
+    /// What was written of it, to write again in the next segment.
+    record: Process,
+    /// Written to the current capture.
+    written: bool,
 }
 
 /// What the recorder knows of a thread: enough to notice a rename, or its tid reused by
@@ -25,6 +31,8 @@ pub struct ProcessEntry {
 struct ThreadEntry {
     pid: u32,
     name: String,
+    /// Written to the current capture.
+    written: bool,
 }
 
 /// The processes and threads seen so far.
@@ -32,7 +40,7 @@ struct ThreadEntry {
 pub struct ProcessTable {
     procs: HashMap<u32, ProcessEntry>,
     threads: HashMap<u32, ThreadEntry>,
-    /// Processes and threads seen over the recording, forgotten ones included.
+    /// Processes and threads written to the current capture, forgotten ones included.
     seen_processes: usize,
     seen_threads: usize,
 }
@@ -51,14 +59,42 @@ impl ProcessTable {
         let seen = &mut self.seen_processes;
         let entry = self.procs.entry(pid).or_insert_with(|| {
             *seen += 1;
-            new = Some(process(host, pid, comm, now_ns));
+            let record = process(host, pid, comm, now_ns);
+            new = Some(record.clone());
             ProcessEntry {
                 info_read_ns: host.now_ns(),
                 start_ns: now_ns,
                 tids: Vec::new(),
+                record,
+                written: true,
             }
         });
         (entry, new)
+    }
+
+    /// The record of a known process not written to the current capture yet (a new
+    /// segment began since), as first seen in it at `now_ns`; `None` when it was, or is
+    /// not known.
+    pub fn rewrite(&mut self, pid: u32, now_ns: u64) -> Option<Process> {
+        let e = self.procs.get_mut(&pid).filter(|e| !e.written)?;
+        e.written = true;
+        e.start_ns = now_ns;
+        e.record.start_ns = now_ns;
+        self.seen_processes += 1;
+        Some(e.record.clone())
+    }
+
+    /// A new capture begins (the flight recorder's next segment): every process and
+    /// thread is written again when next seen, and counted again.
+    pub fn next_capture(&mut self) {
+        for e in self.procs.values_mut() {
+            e.written = false;
+        }
+        for t in self.threads.values_mut() {
+            t.written = false;
+        }
+        self.seen_processes = 0;
+        self.seen_threads = 0;
     }
 
     /// The process replaced its image: new name and command line. Returns the record to
@@ -109,13 +145,16 @@ impl ProcessTable {
     /// renamed since it was last seen, or its tid now belongs to another process.
     pub fn thread_seen(&mut self, tid: u32, pid: u32, comm: &str, now_ns: u64) -> Option<Thread> {
         match self.threads.get_mut(&tid) {
-            Some(t) if t.name == comm && t.pid == pid => None,
+            Some(t) if t.name == comm && t.pid == pid && t.written => None,
             Some(t) => {
                 t.name = comm.to_string();
+                let rewrite = !std::mem::replace(&mut t.written, true);
                 if t.pid != pid {
                     t.pid = pid;
                     self.seen_threads += 1;
                     self.note_tid(pid, tid);
+                } else if rewrite {
+                    self.seen_threads += 1;
                 }
                 Some(thread(tid, pid, comm, now_ns))
             }
@@ -127,6 +166,7 @@ impl ProcessTable {
                     ThreadEntry {
                         pid,
                         name: comm.to_string(),
+                        written: true,
                     },
                 );
                 Some(thread(tid, pid, comm, now_ns))
@@ -155,7 +195,7 @@ impl ProcessTable {
         self.threads.len()
     }
 
-    /// Processes and threads seen over the whole recording.
+    /// Processes and threads written to the current capture.
     pub fn processes_seen(&self) -> usize {
         self.seen_processes
     }
@@ -276,5 +316,28 @@ mod tests {
         assert!(t.ensure(7, "x", 4, host).1.is_some());
         assert!(t.thread_seen(7, 7, "x", 4).is_some());
         assert_eq!((t.processes_seen(), t.threads_seen()), (3, 4));
+    }
+
+    #[test]
+    fn the_next_capture_writes_known_processes_and_threads_again_once() {
+        let mut t = ProcessTable::default();
+        let host = &mut host();
+        t.ensure(7, "x", 5, host);
+        t.thread_seen(70, 7, "x", 5);
+        assert!(t.rewrite(7, 9).is_none(), "written in this capture already");
+        t.next_capture();
+        assert_eq!((t.processes_seen(), t.threads_seen()), (0, 0));
+        // Known: not asked about again (the host may no longer know it)...
+        assert!(t.ensure(7, "x", 10, host).1.is_none());
+        host.processes.clear();
+        // ...but written again, as first seen in this capture, with what it was.
+        let again = t.rewrite(7, 10).expect("written again");
+        assert_eq!((again.name.as_str(), again.start_ns), ("worker", 10));
+        assert_eq!(t.start_ns(7), 10);
+        assert!(t.rewrite(7, 11).is_none());
+        let th = t.thread_seen(70, 7, "x", 10).expect("thread written again");
+        assert_eq!(th.time_ns, 10);
+        assert!(t.thread_seen(70, 7, "x", 11).is_none());
+        assert_eq!((t.processes_seen(), t.threads_seen()), (1, 1));
     }
 }

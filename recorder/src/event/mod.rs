@@ -6,7 +6,7 @@ mod mapping;
 mod thread_times;
 
 pub use mapping::{Mapping, MappingKind};
-pub use thread_times::OpenThreadTimes;
+pub use thread_times::{OpenThreadTimes, times_since};
 
 use hotspot_format::ThreadState;
 

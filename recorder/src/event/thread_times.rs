@@ -84,6 +84,26 @@ impl OpenThreadTimes {
     }
 }
 
+/// `now`'s times after `before`, both the cumulative times of one thread (a flight
+/// recorder's segment wrote `before` at its end): what the next segment holds of it,
+/// from the boundary on. `now` itself when `before` is of another thread (its tid
+/// reused since: accounted from another start).
+pub fn times_since(now: &ThreadTimes, before: &ThreadTimes) -> ThreadTimes {
+    if before.pid != now.pid || before.first_ns != now.first_ns || before.last_ns > now.last_ns {
+        return *now;
+    }
+    ThreadTimes {
+        first_ns: before.last_ns,
+        on_cpu_ns: now.on_cpu_ns.saturating_sub(before.on_cpu_ns),
+        sleeping_ns: now.sleeping_ns.saturating_sub(before.sleeping_ns),
+        uninterruptible_ns: now
+            .uninterruptible_ns
+            .saturating_sub(before.uninterruptible_ns),
+        runnable_ns: now.runnable_ns.saturating_sub(before.runnable_ns),
+        ..*now
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +163,30 @@ mod tests {
         // An exit before the end stays an exit.
         let c = thread(None).closed_at(7, 11_000, true);
         assert_eq!((c.last_ns, c.on_cpu_ns, c.exited), (11_000, 4_000, true));
+    }
+
+    #[test]
+    fn a_segment_holds_the_times_after_the_last_boundary() {
+        let t = thread(Some(ThreadState::Sleeping));
+        let at_boundary = t.closed_at(5, 20_000, false);
+        let mut later = t;
+        later.last_ns = 30_000;
+        // Asleep until the boundary, then on the CPU to its exit.
+        later.sleeping_ns += 9_000;
+        later.on_cpu_ns += 10_000;
+        assert!(later.adds_up());
+        let end = later.closed_at(5, 30_000, true);
+        let next = times_since(&end, &at_boundary);
+        assert_eq!(
+            (next.first_ns, next.on_cpu_ns, next.sleeping_ns),
+            (20_000, 10_000, 0)
+        );
+        let sum = next.on_cpu_ns + next.sleeping_ns + next.uninterruptible_ns + next.runnable_ns;
+        assert_eq!(sum, next.last_ns - next.first_ns, "{next:?}");
+        assert!(next.exited);
+        // Another thread under the same tid: not cut.
+        let mut other = end;
+        other.first_ns = 25_000;
+        assert_eq!(times_since(&other, &at_boundary), other);
     }
 }

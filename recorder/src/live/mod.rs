@@ -6,6 +6,7 @@
 //! [`Host`]: crate::host::Host
 
 mod elf_bytes;
+pub mod flight;
 pub mod history;
 pub mod kernel_names;
 pub mod machine;

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use hotspot_format::{BlockEvent, FeatureOff};
 
+use super::flight::{Flight, FlightSegments, HeaderFacts};
 use super::machine;
 use super::proc_host::{ProcHost, process_exists};
 use crate::bpf::{BpfSampler, SamplerOptions};
@@ -77,6 +78,9 @@ pub struct SessionOptions {
     pub marks: Option<PathBuf>,
     /// Scrub the capture as it is written (`record --scrub`: `hotspot_format::scrub`).
     pub scrub: Option<hotspot_format::Scrubbed>,
+    /// Record a flight recorder's history of segments into this directory instead of
+    /// one capture at `output`.
+    pub flight: Option<Flight>,
 }
 
 impl SessionOptions {
@@ -100,6 +104,7 @@ impl SessionOptions {
             command_line: Vec::new(),
             scrub: None,
             marks: None,
+            flight: None,
         }
     }
 }
@@ -118,6 +123,15 @@ pub trait Observer {
     /// Something the recording went on despite.
     fn warning(&mut self, warning: Warning) {
         let _ = warning;
+    }
+    /// A flight recorder's segment at `path` is finished: `bytes` long, written over
+    /// `took`.
+    fn segment_ended(&mut self, path: &Path, bytes: u64, took: Duration) {
+        let _ = (path, bytes, took);
+    }
+    /// A flight recorder's budgets removed `count` old segments.
+    fn segments_removed(&mut self, count: usize) {
+        let _ = count;
     }
 }
 
@@ -185,31 +199,47 @@ pub fn record(
         off_cpu: opts.off_cpu,
         python_frames: opts.python_frames,
     };
+    if let Some(f) = &opts.flight {
+        super::flight::check_dir(&f.dir)?;
+    }
     let sampler = BpfSampler::load(&sampler_opts)?;
     for off in sampler.features_off() {
         observer.warning(Warning::FeatureOff(off.clone()));
     }
-    // An empty file is what a recorder killed during set-up leaves (the file exists
-    // before its header is written): replacing it loses nothing.
-    let file = crate::capture_file::open_capture(&opts.output, |b| {
-        b.is_empty() || b.starts_with(&hotspot_format::header::MAGIC)
-    })?;
-    // Until sampling runs, a failure removes the file: a recording that did not start
-    // leaves no capture behind.
-    let unstarted = Unstarted::new(&opts.output, &file);
-    start_and_run(opts, stop, pids, sampler, file, observer, unstarted)
+    let output = match &opts.flight {
+        Some(_) => Output::Segments,
+        None => {
+            // An empty file is what a recorder killed during set-up leaves (the file
+            // exists before its header is written): replacing it loses nothing.
+            let file = crate::capture_file::open_capture(&opts.output, |b| {
+                b.is_empty() || b.starts_with(&hotspot_format::header::MAGIC)
+            })?;
+            // Until sampling runs, a failure removes the file: a recording that did not
+            // start leaves no capture behind.
+            let unstarted = Unstarted::new(&opts.output, &file);
+            Output::File(file, unstarted)
+        }
+    };
+    start_and_run(opts, stop, pids, sampler, output, observer)
 }
 
-/// The rest of [`record`], once the sampler is loaded and the capture file open; what it
-/// does before sampling starts is undone by `unstarted` if it fails.
+/// Where a session's capture goes.
+enum Output {
+    /// One file, open; what the session does before sampling starts is undone by the
+    /// [`Unstarted`] if it fails.
+    File(File, Unstarted),
+    /// `opts.flight`'s segments, each created when it starts (after privileges drop).
+    Segments,
+}
+
+/// The rest of [`record`], once the sampler is loaded and the capture file open.
 fn start_and_run(
     opts: &SessionOptions,
     stop: &AtomicBool,
     pids: Vec<u32>,
     mut sampler: BpfSampler,
-    file: File,
+    output: Output,
     observer: &mut dyn Observer,
-    mut unstarted: Unstarted,
 ) -> Result<Summary, RecorderError> {
     let all_processes = matches!(opts.target, Target::All);
     let mut flush_log = match &opts.flush_log {
@@ -261,12 +291,27 @@ fn start_and_run(
             recorder.track(pid);
         }
     }
+    let facts = HeaderFacts {
+        freq: opts.freq,
+        targets: targets.clone(),
+        all: all_processes,
+        command_line: opts.command_line.clone(),
+    };
+    let (file, mut unstarted) = match output {
+        Output::File(file, unstarted) => (file, unstarted),
+        Output::Segments => {
+            // Threads are accounted from the first segment's start; each segment holds its
+            // part of their times (`Converter::handle_segment_threads`).
+            sampler.set_session_start(machine::monotonic_ns());
+            return run_segments(opts, stop, sampler, recorder, facts, child, observer);
+        }
+    };
     let header = machine::header(
         Path::new("/proc"),
-        opts.freq,
-        &targets,
-        all_processes,
-        opts.command_line.clone(),
+        facts.freq,
+        &facts.targets,
+        facts.all,
+        facts.command_line,
     );
     // Threads are accounted from the session's start (time 0 of the capture).
     sampler.set_session_start(header.start_mono_ns);
@@ -289,19 +334,7 @@ fn start_and_run(
             let _ = log.write_all(line.as_bytes());
         }));
     }
-    sampler.start()?;
-    // Loaded and attached: from here on the recorder only reads its targets and writes the
-    // files it has open. Failing to drop is worth a warning, not the recording.
-    if let Err(e) = crate::privilege::drop_after_attach(|| sampler.lost_per_cpu().is_ok()) {
-        observer.warning(Warning::PrivilegesKept(e));
-    }
-    if let Some(c) = &mut child {
-        c.release()?;
-        // Read the command's /proc entries right after its exec: a short command can be
-        // gone before its first samples are drained. What was sampled of it before its
-        // exec is the recorder's own fork (issue 23).
-        recorder.track_command(c.pid());
-    }
+    start_sampling(&mut sampler, &mut child, &mut recorder, observer)?;
     unstarted.started();
     observer.started(child.as_ref().map(GatedChild::pid));
     let mut on_progress = |p: &Progress| {
@@ -339,6 +372,67 @@ fn start_and_run(
             capture: summary.totals.counts.lost,
         });
     }
+    if let Some(c) = &mut child
+        && c.try_wait().is_none()
+    {
+        if opts.end_command {
+            end_command(c, summary.reason, observer);
+        } else {
+            observer.warning(Warning::CommandLeftRunning { pid: c.pid() });
+        }
+    }
+    Ok(summary)
+}
+
+/// Starts sampling, drops privileges, and releases the command started, if any.
+fn start_sampling(
+    sampler: &mut BpfSampler,
+    child: &mut Option<GatedChild>,
+    recorder: &mut Recorder,
+    observer: &mut dyn Observer,
+) -> Result<(), RecorderError> {
+    sampler.start()?;
+    // Loaded and attached: from here on the recorder only reads its targets and writes the
+    // files it has open (or, a flight recorder, creates in its own directory). Failing to
+    // drop is worth a warning, not the recording.
+    if let Err(e) = crate::privilege::drop_after_attach(|| sampler.lost_per_cpu().is_ok()) {
+        observer.warning(Warning::PrivilegesKept(e));
+    }
+    if let Some(c) = child {
+        c.release()?;
+        // Read the command's /proc entries right after its exec: a short command can be
+        // gone before its first samples are drained. What was sampled of it before its
+        // exec is the recorder's own fork (issue 23).
+        recorder.track_command(c.pid());
+    }
+    Ok(())
+}
+
+/// [`start_and_run`] for a flight recorder: sampling starts, then the segments follow
+/// one another until the recording ends (see [`Recorder::run_segments`]).
+fn run_segments(
+    opts: &SessionOptions,
+    stop: &AtomicBool,
+    mut sampler: BpfSampler,
+    mut recorder: Recorder,
+    facts: HeaderFacts,
+    mut child: Option<GatedChild>,
+    observer: &mut dyn Observer,
+) -> Result<Summary, RecorderError> {
+    let Some(flight) = &opts.flight else {
+        return Err(RecorderError::Other("no flight recorder directory".into()));
+    };
+    start_sampling(&mut sampler, &mut child, &mut recorder, observer)?;
+    observer.started(child.as_ref().map(GatedChild::pid));
+    let mut on_progress = |_: &Progress| {
+        // Reap a finished command so the recorder sees it gone.
+        if let Some(c) = &mut child {
+            c.try_wait();
+        }
+    };
+    let mut segments = FlightSegments::new(flight, facts, opts.scrub, observer);
+    let summary = recorder.run_segments(&mut sampler, &mut segments, stop, &mut on_progress)?;
+    segments.close()?;
     if let Some(c) = &mut child
         && c.try_wait().is_none()
     {

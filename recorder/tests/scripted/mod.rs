@@ -26,6 +26,9 @@ pub struct ScriptedSource {
     /// When accounting stopped, told once sampling stopped.
     pub accounting_end: Option<u64>,
     pub stopped: bool,
+    /// Waits this long before handing over each batch (a flight recorder's segments then
+    /// end between batches).
+    pub pace: Duration,
 }
 
 impl ScriptedSource {
@@ -40,7 +43,10 @@ impl ScriptedSource {
 impl EventSource for ScriptedSource {
     fn poll(&mut self, timeout: Duration, out: &mut Vec<Event>) -> Result<(), RecorderError> {
         match self.script.pop_front() {
-            Some(batch) => out.extend(batch),
+            Some(batch) => {
+                std::thread::sleep(self.pace);
+                out.extend(batch);
+            }
             None => std::thread::sleep(timeout.min(Duration::from_millis(10))),
         }
         Ok(())
@@ -61,6 +67,13 @@ impl EventSource for ScriptedSource {
     fn take_thread_times(&mut self) -> Result<Vec<(u32, OpenThreadTimes)>, RecorderError> {
         assert!(self.stopped, "thread times taken before sampling stopped");
         Ok(std::mem::take(&mut self.live))
+    }
+    fn thread_times_now(&mut self) -> Result<Vec<(u32, OpenThreadTimes)>, RecorderError> {
+        assert!(
+            !self.stopped,
+            "thread times read at a segment's end after sampling stopped"
+        );
+        Ok(self.live.clone())
     }
 }
 

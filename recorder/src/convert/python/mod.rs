@@ -67,6 +67,8 @@ struct PyProcess {
     walk: Option<Walking>,
     /// When it was decided (host clock): an exec before then is the image it is about.
     since_ns: u64,
+    /// `record` is in the current capture (its counts are this capture's).
+    written: bool,
 }
 
 /// The Python side of the recording core.
@@ -131,6 +133,7 @@ impl Pythons {
                 record,
                 walk: None,
                 since_ns: host.now_ns(),
+                written: true,
             },
         );
         Ok(())
@@ -222,6 +225,7 @@ impl Pythons {
                             record,
                             walk: Some(walk),
                             since_ns: host.now_ns(),
+                            written: true,
                         },
                     );
                     return Ok(());
@@ -353,8 +357,48 @@ impl Pythons {
             if p.walk.is_some() {
                 self.registrations.push((pid, None));
             }
-            sink.push(Record::InterpreterProcess(p.record))?;
+            if p.written {
+                sink.push(Record::InterpreterProcess(p.record))?;
+            }
         }
+        Ok(())
+    }
+
+    /// Writes `pid`'s interpreter to the current capture if it is decided and was not
+    /// yet (its `Process` is written again, as `start_ns`, in a flight recorder's next
+    /// segment): its verdict and walk carry over, not re-read.
+    pub fn rewrite(
+        &mut self,
+        pid: u32,
+        start_ns: u64,
+        sink: &mut impl Sink,
+    ) -> Result<(), FormatError> {
+        if let Some(p) = self.procs.get_mut(&pid).filter(|p| !p.written) {
+            p.written = true;
+            p.record.start_ns = start_ns;
+            sink.push(Record::InterpreterProcess(p.record.clone()))?;
+        }
+        Ok(())
+    }
+
+    /// The current capture ends and another begins (the flight recorder's next
+    /// segment): each process's counts so far go to `ending`, and start over; the frames
+    /// are named anew in the next capture. What is walked, and how, stays.
+    pub fn next_capture(&mut self, ending: &mut impl Sink) -> Result<(), FormatError> {
+        let mut pids: Vec<u32> = self.procs.keys().copied().collect();
+        pids.sort_unstable();
+        for pid in pids {
+            let Some(p) = self.procs.get_mut(&pid) else {
+                continue;
+            };
+            if std::mem::replace(&mut p.written, false) {
+                ending.push(Record::InterpreterProcess(p.record.clone()))?;
+            }
+            let r = &mut p.record;
+            (r.samples, r.merged, r.mismatched) = (0, 0, 0);
+            (r.without_frames, r.unresolved_frames, r.cut) = (0, 0, 0);
+        }
+        self.naming = Naming::default();
         Ok(())
     }
 
