@@ -4,18 +4,21 @@ rate and on a busy one (two busy loops on the 2 CPUs, -F 4999).
 
 The two recorders run at the same time (side by side: the same load for both), each
 started here and stopped with SIGINT at the end. Polled once a second:
-- CPU: hotspot's supervisor (utime + stime + cutime + cstime of /proc/PID/stat: the
-  segment recorders it has reaped) plus its live segment recorder; perf's own. The totals
-  are wait4's after the stop. Each jump of the supervisor's cutime + cstime is one
-  finished segment recorder's whole CPU, so CPU per segment pairs with that segment's
-  samples (`hotspot info --json SEG`): a least-squares line gives the fixed cost of a
-  segment and the cost per sample.
-- RSS: the live segment recorder's VmHWM (each segment is a new process), the
-  supervisor's and perf's VmRSS; peaks per window (5 minutes in a full run).
+- CPU: each recorder's utime + stime (/proc/PID/stat; hotspot is one process for the
+  whole history, as perf is). The totals are wait4's after the stop. hotspot's CPU
+  between the polls at which two successive segment files appeared is that segment's
+  (to a poll, a second), so CPU per segment pairs with that segment's samples
+  (`hotspot info --json SEG`): a least-squares line gives the fixed cost of a segment
+  and the cost per sample.
+- RSS: each recorder's VmRSS; peaks per window (5 minutes in a full run).
 - Bytes: every segment file's size (a file the budget removes keeps its last size), so
   bytes per hour count what was written, not what is left.
 - The machine: load average and CPU busy (/proc/stat), beside the figures: the box is
   shared, so "idle" is the load of whatever else ran.
+Then each recorder alone on the idle box at 499 Hz (hotspot, then perf, the same
+options), its CPU counted after its first minute: side by side each records the other,
+and perf recording every CPU (idle ones too) writes ~600 MB an hour, so beside it the
+box is not idle for hotspot (whose symboliser keeps naming perf's new frames).
 After the idle phase the recorders are stopped and a middle window of the history (10 of
 30 minutes in a full run) is cut with `hotspot snapshot DIR --from --to -o x.hsp` and
 `hotspot report DIR --from --to`, timed (the first round after dropping the page cache).
@@ -61,13 +64,6 @@ def _status_kb(pid: int, key: str) -> int:
     except (OSError, ValueError):
         pass
     return 0
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except (OSError, ValueError):
-        return []
 
 
 def _cpu_jiffies() -> tuple[int, int]:
@@ -140,25 +136,23 @@ def phase(name: str, cfg, fx, work: Path, hz: int, secs: float, window: float,
         hs = _start(h_argv, base, "hotspot")
         pf = _start(p_argv, base, "perf")
         j0 = _cpu_jiffies()
-        last_reaped = 0.0
+        # hotspot's CPU when each segment file was first seen: a segment's CPU is what
+        # it used until the next one appeared.
+        starts: dict[str, float] = {}
         while True:
             now = time.monotonic() - t0
             if hs.poll() is not None or pf.poll() is not None:
                 raise RuntimeError(f"s11 {name}: a recorder ended early: hotspot "
                                    f"{hs.returncode}, perf {pf.returncode}; see {base}")
-            sup = _stat(hs.pid) or (0.0, 0.0)
-            kids = _children(hs.pid)
-            kid_cpu = sum((_stat(k) or (0.0, 0.0))[0] for k in kids)
-            if sup[1] > last_reaped:
-                jumps.append({"t": now, "cpu": sup[1] - last_reaped})
-                last_reaped = sup[1]
+            own = _stat(hs.pid) or (0.0, 0.0)
+            h_cpu = own[0] + own[1]
+            for f in sorted(hdir.glob("seg-*.hsp")):
+                starts.setdefault(f.name, h_cpu)
             pstat = _stat(pf.pid) or (0.0, 0.0)
             j = _cpu_jiffies()
             polls.append({
                 "t": now,
-                "h_cpu": sup[0] + sup[1] + kid_cpu, "h_sup_cpu": sup[0],
-                "h_seg_hwm": max([_status_kb(k, "VmHWM:") for k in kids] or [0]),
-                "h_sup_rss": _status_kb(hs.pid, "VmRSS:"),
+                "h_cpu": h_cpu, "h_rss": _status_kb(hs.pid, "VmRSS:"),
                 "p_cpu": pstat[0] + pstat[1], "p_rss": _status_kb(pf.pid, "VmRSS:"),
                 "h_bytes": _sizes(hdir, h_seen), "p_bytes": _sizes(pdir, p_seen),
                 "load1": float(Path("/proc/loadavg").read_text().split()[0]),
@@ -176,10 +170,12 @@ def phase(name: str, cfg, fx, work: Path, hz: int, secs: float, window: float,
     _sizes(hdir, h_seen)
     _sizes(pdir, p_seen)
     written = [n for n in h_seen if n.startswith("seg-")]
-    # The segment recorder the stop ended was reaped after the last poll: its CPU is what
-    # wait4's total holds beyond the supervisor's own and the children seen reaped.
-    if len(jumps) < len(written):
-        jumps.append({"t": wall, "cpu": h_total - polls[-1]["h_sup_cpu"] - last_reaped})
+    # Each segment's CPU: from its file's first sight to the next's (the last: to wait4's
+    # total, which holds the end of the recording).
+    names = sorted(starts)
+    for i, n in enumerate(names):
+        upto = starts[names[i + 1]] if i + 1 < len(names) else h_total
+        jumps.append({"file": n, "cpu": upto - starts[n]})
     segs = []
     for f in sorted(hdir.glob("seg-*.hsp")):
         info = _info(f)
@@ -195,7 +191,6 @@ def phase(name: str, cfg, fx, work: Path, hz: int, secs: float, window: float,
     out = {
         "name": name, "hz": hz, "secs": secs, "wall": wall, "busy_loops": busy,
         "window": window, "h_rc": h_rc, "p_rc": p_rc, "h_cpu": h_total, "p_cpu": p_total,
-        "h_sup_cpu": polls[-1]["h_sup_cpu"],
         "h_written": sum(h_seen.values()), "p_written": sum(p_seen.values()),
         "h_files": len(written), "p_files": len(p_seen),
         "h_left": sum(s["bytes"] for s in segs), "segments": segs,
@@ -206,12 +201,63 @@ def phase(name: str, cfg, fx, work: Path, hz: int, secs: float, window: float,
         "busy_mean": sum(p["busy"] for p in polls[1:]) / max(len(polls) - 1, 1),
         "dir": str(hdir), "first_utc_ns": min((s["start_wall_ns"] for s in segs), default=0),
     }
-    # Segments that the budget removed have no samples to pair: the pairs are the last ones.
-    if len(segs) < len(written):
-        out["jumps"] = jumps[len(written) - len(segs):]
+    # Segments that the budget removed have no samples to pair.
+    kept = {s["file"] for s in segs}
+    out["jumps"] = [j for j in jumps if j["file"] in kept]
     log(f"s11 {name}: exit status hotspot {h_rc}, perf {p_rc}; hotspot {out['h_cpu']:.2f} s CPU, {out['h_samples']} samples, "
         f"{out['h_written'] / 1e6:.1f} MB in {len(written)} segments; perf "
         f"{out['p_cpu']:.2f} s CPU, {p_samples} samples, {out['p_written'] / 1e6:.1f} MB; "
+        f"load {out['load1_mean']:.2f}")
+    return out
+
+
+def alone(tool: str, cfg, work: Path, res: dict) -> dict:
+    """One recorder alone on the idle box at 499 Hz for s11_alone_secs: its CPU over the
+    run and after its first s11_alone_warm seconds (the set-up and first names done),
+    polled every second, and the box's load."""
+    base = fresh_dir(work / "s11" / f"alone-{tool}")
+    seg = cfg["s11_segment"]
+    if tool == "hotspot":
+        argv = [str(HOTSPOT), "record", "-a", "--keep", f"{cfg['s11_keep_secs']:g}s",
+                "--segment", f"{seg:g}s", "-o", str(base / "history")]
+    else:
+        (base / "perf").mkdir()
+        argv = ["perf", "record", "-a", "-e", "cpu-clock", "-g", "-F", "499", "-N",
+                f"--switch-output={seg:g}s",
+                f"--switch-max-files={max(1, round(cfg['s11_keep_secs'] / seg))}",
+                "-o", str(base / "perf" / "perf.data")]
+    res["commands"].setdefault(f"{tool} (alone)", argv)
+    secs, warm = cfg["s11_alone_secs"], cfg["s11_alone_warm"]
+    t0 = time.monotonic()
+    p = _start(argv, base, tool)
+    j0 = _cpu_jiffies()
+    polls = []
+    at_warm = None
+    while True:
+        now = time.monotonic() - t0
+        if p.poll() is not None:
+            raise RuntimeError(f"s11 alone: {tool} ended early ({p.returncode}); see {base}")
+        st = _stat(p.pid) or (0.0, 0.0)
+        j = _cpu_jiffies()
+        polls.append({"t": now, "cpu": st[0] + st[1],
+                      "load1": float(Path("/proc/loadavg").read_text().split()[0]),
+                      "busy": 100.0 * (1 - (j[1] - j0[1]) / max(j[0] - j0[0], 1))})
+        j0 = j
+        if at_warm is None and now >= warm:
+            at_warm = polls[-1]
+        if now >= secs:
+            break
+        time.sleep(max(0.0, 1.0 - (time.monotonic() - t0 - now)))
+    rc, total = _stop(p)
+    last = polls[-1]
+    steady = 100 * (last["cpu"] - at_warm["cpu"]) / max(last["t"] - at_warm["t"], 1e-9)
+    out = {"tool": tool, "secs": last["t"], "rc": rc, "cpu": total,
+           "pct": 100 * total / last["t"], "steady_pct": steady,
+           "steady_cpu": last["cpu"] - at_warm["cpu"], "steady_secs": last["t"] - at_warm["t"],
+           "load1_mean": sum(x["load1"] for x in polls) / len(polls),
+           "busy_mean": sum(x["busy"] for x in polls[1:]) / max(len(polls) - 1, 1)}
+    log(f"s11 alone {tool}: exit {rc}, {total:.2f} s CPU in {last['t']:.0f} s "
+        f"({out['pct']:.3f}%), after the first {warm} s {steady:.3f}% of a CPU; "
         f"load {out['load1_mean']:.2f}")
     return out
 
@@ -225,8 +271,8 @@ def _info(path: Path) -> dict:
 
 
 def _windows(polls, window: float, wall: float) -> list[dict]:
-    """Per window of the run: CPU of each recorder (% of one CPU), peak RSS (hotspot's
-    segment recorder and supervisor, perf), bytes written, mean load and machine busy."""
+    """Per window of the run: CPU of each recorder (% of one CPU), peak RSS of each,
+    bytes written, mean load and machine busy."""
     out = []
     start = 0.0
     prev = {"h_cpu": 0.0, "p_cpu": 0.0, "h_bytes": 0, "p_bytes": 0, "t": 0.0}
@@ -239,8 +285,7 @@ def _windows(polls, window: float, wall: float) -> list[dict]:
             "from": start, "to": end,
             "h_cpu_pct": 100 * (last["h_cpu"] - prev["h_cpu"]) / dt_,
             "p_cpu_pct": 100 * (last["p_cpu"] - prev["p_cpu"]) / dt_,
-            "h_seg_hwm_mb": max(p["h_seg_hwm"] for p in ps) * 1024 / 1e6,
-            "h_sup_rss_mb": max(p["h_sup_rss"] for p in ps) * 1024 / 1e6,
+            "h_rss_mb": max(p["h_rss"] for p in ps) * 1024 / 1e6,
             "p_rss_mb": max(p["p_rss"] for p in ps) * 1024 / 1e6,
             "load1": sum(p["load1"] for p in ps) / len(ps),
             "busy": sum(p["busy"] for p in ps) / len(ps),
@@ -266,11 +311,9 @@ def fit(pairs) -> tuple[float, float] | None:
 
 
 def pairs_of(ph: dict) -> list[tuple[int, float]]:
-    """(samples, CPU) of each segment, when every segment's recorder was seen to end."""
-    segs, jumps = ph["segments"], ph["jumps"]
-    if len(segs) != len(jumps):
-        return []
-    return [(s["samples"], j["cpu"]) for s, j in zip(segs, jumps)]
+    """(samples, CPU) of each segment whose file was seen appear."""
+    cpu = {j["file"]: j["cpu"] for j in ph["jumps"]}
+    return [(s["samples"], cpu[s["file"]]) for s in ph["segments"] if s["file"] in cpu]
 
 
 def _span(xs, fmt: str) -> str:
@@ -330,6 +373,7 @@ def run(cfg, fx, _tools, work: Path) -> dict:
     res["idle"] = phase("idle", cfg, fx, work, 499, cfg["s11_idle_secs"],
                         cfg["s11_idle_window"], 0, res)
     res["cut"] = cut(cfg, work, res["idle"], res)
+    res["alone"] = [alone(t, cfg, work, res) for t in ("hotspot", "perf")]
     res["busy"] = phase("busy", cfg, fx, work, 4999, cfg["s11_busy_secs"],
                         cfg["s11_busy_window"], NCPU, res)
     f = fit(pairs_of(res["idle"]) + pairs_of(res["busy"]))
@@ -369,9 +413,9 @@ def _mb_h(ph, tool) -> float:
 
 
 def _flat(ph) -> tuple[bool, float]:
-    """Flat: no window's peak segment-recorder RSS above the first window's by more than
-    10% (the churn test's bound)."""
-    ws = [w["h_seg_hwm_mb"] for w in ph["windows"] if w["h_seg_hwm_mb"] > 0]
+    """Flat: no window's peak recorder RSS above the first window's by more than 10% (the
+    churn test's bound)."""
+    ws = [w["h_rss_mb"] for w in ph["windows"] if w["h_rss_mb"] > 0]
     if not ws:
         return False, float("nan")
     growth = max(ws) / ws[0] - 1
@@ -391,11 +435,20 @@ def summary_rows(w, s, cfg) -> None:
     idle, busy, c = s["idle"], s["busy"], s["cut"]
     hp, pp = _pct(idle, "h"), _pct(idle, "p")
     quiet = _quiet(idle)
-    w(f"| 11 | flight recorder CPU, \"idle\" box @ 499 Hz ({_load(idle)}"
+    if s.get("alone"):
+        ha, pa = s["alone"]
+        q = ha["load1_mean"] < 0.5 and ha["busy_mean"] < 5
+        w(f"| 11 | flight recorder CPU alone on the idle box @ 499 Hz, after its first "
+          f"minute (load average {ha['load1_mean']:.2f}, machine {ha['busy_mean']:.0f}% busy"
+          f"{'' if q else ': **not idle**'}) | {ha['steady_pct']:.3f}% of a CPU | "
+          f"{pa['steady_pct']:.3f}% (alone, after) | — | "
+          f"{ha['steady_pct'] / max(pa['steady_pct'], 1e-9):.2f}× perf's | "
+          f"< 0.1% of a CPU on an idle box | "
+          f"{verdict(ha['steady_pct'] < 0.1, 'each alone' if q else 'on this box, which was not idle')} |")
+    w(f"| 11 | flight recorder CPU beside perf, \"idle\" box @ 499 Hz ({_load(idle)}"
       f"{'' if quiet else ': **not idle**'}) | "
       f"{hp:.3f}% of a CPU | {pp:.3f}% | — | {hp / max(pp, 1e-9):.2f}× perf's | "
-      f"< 0.1% of a CPU on an idle box | "
-      f"{verdict(hp < 0.1, 'beside perf, whose samples it records' if quiet else 'on this box, which was not idle')} |")
+      f"(information: each records the other) | — |")
     if s.get("fit"):
         a, b = s["fit"]
         est = 100 * a / s["segment"]
@@ -420,8 +473,8 @@ def summary_rows(w, s, cfg) -> None:
         w(f"| 11 | disk bytes per hour, {ph['name']} @ {ph['hz']} Hz | {hb:,.0f} MB/h | "
           f"{pb:,.0f} MB/h | — | {hb / max(pb, 1e-9):.2f}× perf's | (information) | — |")
     ok, growth = _flat(idle)
-    peak = max(x["h_seg_hwm_mb"] for x in idle["windows"])
-    w(f"| 11 | segment recorder peak RSS over {_dur(idle['wall'])}, per "
+    peak = max(x["h_rss_mb"] for x in idle["windows"])
+    w(f"| 11 | flight recorder peak RSS over {_dur(idle['wall'])}, per "
       f"{_dur(idle['window'])} window (max ÷ first − 1) | {peak:.1f} MB "
       f"(growth {100 * growth:+.0f}%) | {max(x['p_rss_mb'] for x in idle['windows']):.1f} MB | — | "
       f"— | flat (≤ +10%) | {verdict(ok)} |")
@@ -452,9 +505,8 @@ def details(w, s, cfg, work: Path) -> None:
          f"({_load(idle)} on average in the idle phase), so its CPU and bytes are those of "
          f"a box with that load; the CPU per sample and the fixed cost per segment are what "
          f"transfer to an idle box.\n"))
-    w("CPU = user + system time: hotspot's supervisor and every segment recorder it started "
-      "(wait4 of the supervisor after the stop, which counts its reaped children), perf's "
-      "own (wait4). The kernel's side of sampling (perf events, BPF programs) runs in the "
+    w("CPU = user + system time of each recorder, one process for the whole run (wait4 "
+      "after the stop). The kernel's side of sampling (perf events, BPF programs) runs in the "
       "interrupted tasks and is in neither. Samples: each segment's `hotspot info --json`; "
       "`perf report --stats` of each perf file. Bytes = every file each wrote, at its last "
       "size (files a budget removed included), per hour of the run. perf -N skips the "
@@ -470,18 +522,22 @@ def details(w, s, cfg, work: Path) -> None:
               f"{ph[f'{t}_files']} | {ph[f'{t}_written'] / 1e6:,.1f} MB | "
               f"{_mb_h(ph, t):,.0f} |")
     w("")
-    w(f"hotspot's supervisor alone: {idle['h_sup_cpu']:.2f} s CPU in the idle phase, "
-      f"{busy['h_sup_cpu']:.2f} s in the busy one. Exit status after SIGINT: hotspot "
-      f"{idle['h_rc']} and {busy['h_rc']}, perf {idle['p_rc']} and {busy['p_rc']} (idle, "
+    w(f"Exit status after SIGINT: hotspot {idle['h_rc']} and {busy['h_rc']}, perf {idle['p_rc']} and {busy['p_rc']} (idle, "
       f"busy).\n")
+    for a in s.get("alone", []):
+        w(f"**{a['tool']} alone** on the idle box at 499 Hz ({a['secs'] / 60:.0f} min; "
+          f"load average {a['load1_mean']:.2f}, machine {a['busy_mean']:.0f}% busy): "
+          f"{a['cpu']:.2f} s CPU in all ({a['pct']:.3f}% of a CPU), {a['steady_cpu']:.2f} s "
+          f"after its first minute ({a['steady_pct']:.3f}% over {a['steady_secs']:.0f} s); "
+          f"exit status {a['rc']}.\n")
     if s.get("fit"):
         a, b = s["fit"]
         n = len(pairs_of(idle)) + len(pairs_of(busy))
-        w(f"Per segment: each segment recorder's CPU (the jump of the supervisor's cutime + "
-          f"cstime when it is reaped) against its samples, over {n} segments of both phases: "
-          f"CPU ≈ {1000 * a:.0f} ms + {1e6 * b:.2f} ms per 1000 samples. The fixed part is a "
-          f"segment recorder's start (BPF load, reading every process's maps) and end; on a "
-          f"box with no samples at all it alone is {100 * a / s['segment']:.3f}% of a CPU "
+        w(f"Per segment: the recorder's CPU from one segment file's appearance to the next's "
+          f"(to a poll: a second) against the segment's samples, over {n} segments of both "
+          f"phases: CPU ≈ {1000 * a:.0f} ms + {1e6 * b:.2f} ms per 1000 samples. The fixed "
+          f"part is what a segment costs besides its samples (its end and the next's start: "
+          f"names, definitions written again, the idle wake-ups); on a box with no samples at all it alone is {100 * a / s['segment']:.3f}% of a CPU "
           f"(an estimate from the fit, not a measurement on an idle box). It is rough: "
           f"the idle phase's segments, with nearly the same samples each "
           f"({_span([p[0] for p in pairs_of(idle)], '{:,}')}), took "
@@ -489,26 +545,23 @@ def details(w, s, cfg, work: Path) -> None:
           f"cost also follows what runs on the box (its processes and modules), which the "
           f"line does not separate from the fixed part.\n")
     else:
-        w("Per segment: the reaped segment recorders and the segments did not pair up "
-          "(a segment's end was not seen), so no fit.\n")
+        w("Per segment: fewer than 3 segments paired with their CPU, so no fit.\n")
     for ph in (idle, busy):
-        w(f"**{ph['name']}, per {_dur(ph['window'])} window** (RSS: peaks; the segment "
-          f"recorder's is its VmHWM, a new process each segment):\n")
-        w("| window (m:ss) | hotspot CPU | perf CPU | segment recorder RSS | supervisor RSS | "
+        w(f"**{ph['name']}, per {_dur(ph['window'])} window** (RSS: peaks of VmRSS, read "
+          f"once a second):\n")
+        w("| window (m:ss) | hotspot CPU | perf CPU | hotspot RSS | "
           "perf RSS | load average | machine busy |")
-        w("|---|---|---|---|---|---|---|---|")
+        w("|---|---|---|---|---|---|---|")
         for x in ph["windows"]:
             w(f"| {_at(x['from'])}–{_at(x['to'])} | {x['h_cpu_pct']:.3f}% | "
-              f"{x['p_cpu_pct']:.3f}% | {x['h_seg_hwm_mb']:.1f} MB | {x['h_sup_rss_mb']:.1f} MB | "
+              f"{x['p_cpu_pct']:.3f}% | {x['h_rss_mb']:.1f} MB | "
               f"{x['p_rss_mb']:.1f} MB | {x['load1']:.2f} | {x['busy']:.0f}% |")
         w("")
-    hw = [x["h_seg_hwm_mb"] for x in idle["windows"]]
+    hw = [x["h_rss_mb"] for x in idle["windows"]]
     pw = [x["p_rss_mb"] for x in idle["windows"]]
-    w(f"RSS: each segment is a new recorder process, so a window's peak is that of the "
-      f"segments in it: it can follow what ran on the box then (the processes and modules a "
-      f"segment reads) rather than one process growing across windows; in the idle phase it went "
-      f"{' → '.join(f'{x:.0f}' for x in hw)} MB by window. perf, one process for the whole "
-      f"run, went {' → '.join(f'{x:.0f}' for x in pw)} MB.\n")
+    w(f"RSS: hotspot, one process writing every segment, went "
+      f"{' → '.join(f'{x:.0f}' for x in hw)} MB by window in the idle phase (the symboliser's "
+      f"parsed debug information comes and goes within a window). perf went {' → '.join(f'{x:.0f}' for x in pw)} MB.\n")
     w(f"**Cutting a window**: {_dur(c['length'])} ({c['from']} to {c['to']}) from "
       f"the idle phase's history of {_dur(c['history'])} "
       f"({c['history_bytes'] / 1e6:.1f} MB); the snapshot holds {c['snapshot_samples']:,} "
