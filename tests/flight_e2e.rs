@@ -243,8 +243,8 @@ fn a_mark_lands_in_the_segment_being_written() {
     );
     assert!(marked.is_some());
     let mut found = Vec::new();
-    // The previous segment's last sample: a mark dropped in the gap while the next
-    // segment's recorder attaches is taken by that recorder, before its first sample.
+    // The previous segment's last sample: a mark dropped just as a segment ends is taken
+    // into the next, before its first sample.
     let mut previous_last = 0;
     for n in every_segment_opens(&dir) {
         let c = Capture::open(&dir.join(&n)).unwrap();
@@ -297,8 +297,8 @@ fn a_sigkill_mid_segment_leaves_every_earlier_segment_and_the_readable_part_of_t
     let dir = d.path().join("history");
     let _g = serial();
     let _busy = Busy::start();
-    // Its own process group: the supervisor and the segment's recorder die together,
-    // as with a machine's OOM killer or `kill -9` of the service's cgroup.
+    // Its own process group: the recorder dies with whatever it started, as with a
+    // machine's OOM killer or `kill -9` of the service's cgroup.
     let mut child = hotspot()
         .args(["record", "-a", "--segment", "2s", "--keep", "1m", "-o"])
         .arg(&dir)
@@ -456,4 +456,52 @@ fn one_recorder_writes_every_segment_of_a_command_run_once() {
         names.len(),
         "{said}"
     );
+}
+
+#[test]
+fn a_python_process_is_one_interpreter_across_the_history() {
+    let _g = serial();
+    let d = tmp();
+    let dir = d.path().join("history");
+    let script = "import time\nt = time.time()\nwhile time.time() - t < 4:\n    sum(i * i for i in range(10000))\n";
+    let out = hotspot()
+        .args(["record", "--keep", "10m", "--segment", "1s", "-o"])
+        .arg(&dir)
+        .args(["--", "python3", "-c", script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names = every_segment_opens(&dir);
+    assert!(names.len() >= 3, "{names:?}");
+    // Each segment says how its interpreter fared, counted in it alone...
+    let mut walked = 0;
+    for n in &names {
+        let c = Capture::open(&dir.join(n)).unwrap();
+        let ps: Vec<_> = c.interpreters.values().collect();
+        assert_eq!(ps.len(), 1, "{n}: {ps:?}");
+        assert!(ps[0].merged <= ps[0].samples, "{n}: {:?}", ps[0]);
+        walked += ps[0].merged;
+    }
+    // ...and the history holds one version of the process (its start kept across the
+    // segments), whose counts are the segments' sum, nearly every sample merged.
+    let json = hotspot()
+        .args(["info", "--json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        json.status.success(),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let interps = v["interpreters"].as_array().unwrap();
+    assert_eq!(interps.len(), 1, "{interps:?}");
+    assert_eq!(interps[0]["merged"], walked, "{interps:?}");
+    let samples = interps[0]["samples"].as_u64().unwrap();
+    assert!(walked * 100 >= samples * 95, "{walked} of {samples} merged");
 }

@@ -1,5 +1,5 @@
 //! Merging segments: what a history of several segments says about its interpreted
-//! processes is the sum of what each segment's recorder counted, its interpreted frames
+//! processes is the sum of what each segment counted, its interpreted frames
 //! keep their names, a history spanning a reboot reads on one clock, and a window passes
 //! over the segments it misses.
 #![allow(clippy::unwrap_used)]

@@ -1,8 +1,9 @@
 //! The recording loop: polls an [`EventSource`], hands what it drains to the
 //! [`Converter`], and paces the capture: a block a second (the first sooner), the
 //! source's lost counts with each, names as they come, the stop rules (a flag, a
-//! duration, every target gone), and for a flight recorder the segments' ends. [`Recorder`] is what is set up before sampling starts;
-//! [`Recorder::run`] is the loop.
+//! duration, every target gone), and a flight recorder's segments. [`Recorder`] is what
+//! is set up before sampling starts; [`Recorder::run`] (or [`Recorder::run_segments`]) is
+//! the loop.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -177,8 +178,12 @@ impl Recorder {
                 conv.forget_exited_targets();
                 on_progress(&progress(&conv, start));
             }
+            // Not when the recording ends here: the next segment would be empty.
             if let Some(segs) = segments.as_deref_mut()
                 && segment_start.elapsed() >= segs.length()
+                && !conv.targets_gone()
+                && !stop.load(Ordering::Relaxed)
+                && cfg.duration.is_none_or(|d| start.elapsed() < d)
             {
                 end_segment(
                     &mut conv,

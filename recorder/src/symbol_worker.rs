@@ -73,10 +73,11 @@ enum Job {
 /// 37-38 MB against 39 MB.
 const IDLE: Duration = Duration::from_secs(30);
 
-/// How long the parsed debug information is kept at most while frames keep coming: long
-/// enough that a warming-up program's frames are named from one parse, short enough that
-/// what a box's passing programs needed does not pile up (measured under churn: +10 MB of
-/// blazesym's DWARF tables in 60 s, never idle for long).
+/// How often, while frames keep coming, the parsed debug information of the files that
+/// had none in the meantime is dropped: long enough that a warming-up program's frames
+/// are named from one parse, short enough that what a box's passing programs needed does
+/// not pile up (measured under churn: +10 MB of blazesym's DWARF tables in 60 s, never
+/// idle for long).
 const BUSY_RELEASE: Duration = Duration::from_secs(30);
 
 /// The worker thread; dropping the handle's sender lets it finish.
@@ -107,9 +108,10 @@ impl SymbolWorker {
                                 break;
                             }
                             // New frames that never stop (processes coming and going)
-                            // would keep every file's parsed debug information forever.
+                            // would keep every file's parsed debug information forever:
+                            // what was not needed for a while goes.
                             if released.elapsed() >= BUSY_RELEASE {
-                                resolver.release();
+                                resolver.release_unused();
                                 released = Instant::now();
                             }
                         }
@@ -341,6 +343,16 @@ impl Resolver {
     /// Drops what was parsed and read for naming: debug information, perf maps.
     fn release(&mut self) {
         self.symbolizer.release();
+        self.perf_maps = PerfMaps::default();
+    }
+
+    /// Drops the debug information of the files that had no new frame since the last
+    /// release, and the perf maps. A file whose frames keep coming stays parsed: on an
+    /// idle box with a Python poller, libpython's new frames came every few seconds and
+    /// its DWARF was parsed again at every release, most of the recorder's CPU there
+    /// (`perf record -p` of it: 61% in `Symbolizer::symbolize`, parsing).
+    fn release_unused(&mut self) {
+        self.symbolizer.release_unused();
         self.perf_maps = PerfMaps::default();
     }
 }

@@ -129,6 +129,14 @@ fn every_segment_reads_alone_and_the_counts_are_split_not_repeated() {
             diag.truncated.is_none() && diag.corrupt_count == 0,
             "{i}: {diag:?}"
         );
+        // Each begins as a first capture does: how stacks are unwound comes first.
+        let first = records
+            .iter()
+            .find(|r| !matches!(r, Record::Session(_) | Record::String { .. }));
+        assert!(
+            matches!(first, Some(Record::Unwinding(_))),
+            "segment {i} begins with {first:?}"
+        );
         let defined = Defined::of(&records);
         let mut here = 0;
         for r in &records {

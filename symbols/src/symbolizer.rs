@@ -10,7 +10,7 @@
 //!   ([`crate::debug_lines`]), no inlined functions. blazesym would inflate every debug
 //!   section up front, which the recorder measured at about 3x the time of this path.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use blazesym::symbolize::source::{Elf, Source};
@@ -56,12 +56,15 @@ enum Chosen {
 }
 
 /// Names frames module by module. Holds the parsed debug information between calls;
-/// [`Symbolizer::release`] drops it.
+/// [`Symbolizer::release`] drops it, [`Symbolizer::release_unused`] that of the files
+/// not used since the last call.
 pub struct Symbolizer {
-    /// Built on demand and dropped by `release`.
-    blaze: Option<blazesym::symbolize::Symbolizer>,
+    /// One per file blazesym reads (so that each can be dropped alone), built on demand.
+    blaze: HashMap<PathBuf, blazesym::symbolize::Symbolizer>,
     /// Per module file, decided at first use.
     plans: HashMap<PathBuf, Chosen>,
+    /// Module files named since the last [`Symbolizer::release_unused`].
+    used: HashSet<PathBuf>,
     debug_dirs: Vec<PathBuf>,
 }
 
@@ -78,8 +81,9 @@ impl Symbolizer {
     /// A symboliser looking separate debug files up under `debug_dirs`.
     pub fn new(debug_dirs: Vec<PathBuf>) -> Self {
         Symbolizer {
-            blaze: None,
+            blaze: HashMap::new(),
             plans: HashMap::new(),
+            used: HashSet::new(),
             debug_dirs,
         }
     }
@@ -101,10 +105,38 @@ impl Symbolizer {
     /// ~10 MB).
     pub fn release(&mut self) {
         self.plans.clear();
-        if self.blaze.take().is_some() {
+        self.used.clear();
+        if !std::mem::take(&mut self.blaze).is_empty() {
             // SAFETY: malloc_trim only returns free heap pages to the kernel.
             unsafe { libc::malloc_trim(0) };
         }
+    }
+
+    /// Drops what was parsed of the module files not named since the last call, and
+    /// keeps the others': a file whose new frames keep coming (an interpreter's, on a box
+    /// where a script polls) is not parsed again every time the rest is let go of, and
+    /// what passing programs needed still goes. Returns how many files were let go of.
+    pub fn release_unused(&mut self) -> usize {
+        let used = std::mem::take(&mut self.used);
+        let unused: Vec<PathBuf> = self
+            .plans
+            .keys()
+            .filter(|p| !used.contains(*p))
+            .cloned()
+            .collect();
+        for path in &unused {
+            let read = match self.plans.remove(path) {
+                Some(Chosen::Full { source }) => source,
+                Some(Chosen::Light { symbols, .. }) => symbols,
+                None => continue,
+            };
+            self.blaze.remove(&read);
+        }
+        if !unused.is_empty() {
+            // SAFETY: malloc_trim only returns free heap pages to the kernel.
+            unsafe { libc::malloc_trim(0) };
+        }
+        unused.len()
     }
 
     /// Names the code at file offsets `offsets` of `file`: one entry per offset, `None`
@@ -119,6 +151,7 @@ impl Symbolizer {
             let chosen = choose(file, &self.debug_dirs);
             self.plans.insert(path.clone(), chosen);
         }
+        self.used.insert(path.clone());
         let known: Vec<(usize, u64)> = offsets
             .iter()
             .enumerate()
@@ -176,7 +209,7 @@ impl Symbolizer {
         addrs: &[u64],
     ) -> Result<Vec<Option<Named>>, SymbolsError> {
         let dirs = &self.debug_dirs;
-        let blaze = self.blaze.get_or_insert_with(|| {
+        let blaze = self.blaze.entry(path.to_path_buf()).or_insert_with(|| {
             blazesym::symbolize::Symbolizer::builder()
                 .enable_code_info(true)
                 .enable_inlined_fns(true)
@@ -296,6 +329,32 @@ mod tests {
         let file = ModuleFile::open(bin).expect("ELF");
         let mut out = s.symbolize(&file, &[offset]).expect("symbolises");
         out.remove(0).expect("named")
+    }
+
+    /// What is dropped is what was not used since the last drop; a file still in use
+    /// stays parsed and named the same.
+    #[test]
+    fn files_in_use_stay_parsed_and_the_others_go() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = compile(dir.path(), "a", &[]);
+        let b = compile(dir.path(), "b", &[]);
+        let (oa, ob) = (
+            file_offset(&a, symbol_address(&a, "work_fn") + 1),
+            file_offset(&b, symbol_address(&b, "work_fn") + 1),
+        );
+        let mut s = Symbolizer::new(vec![]);
+        let first = name_one(&mut s, &a, oa);
+        name_one(&mut s, &b, ob);
+        assert_eq!(s.release_unused(), 0, "both were used");
+        // Only `a` is used before the next drop: `b` goes, `a` stays.
+        assert_eq!(name_one(&mut s, &a, oa), first);
+        assert_eq!(s.release_unused(), 1);
+        assert_eq!((s.plan(&a), s.plan(&b)), (Some(Plan::Full), None));
+        assert_eq!(s.blaze.len(), 1);
+        // Nothing used since: `a` goes too, and is read again when asked.
+        assert_eq!(s.release_unused(), 1);
+        assert!(s.blaze.is_empty() && s.plans.is_empty());
+        assert_eq!(name_one(&mut s, &a, oa), first);
     }
 
     /// A stripped binary whose compressed debug file is found by build-id, then by

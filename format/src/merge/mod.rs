@@ -196,7 +196,7 @@ pub struct Merger<W: Write> {
     /// first: the marks the oldest segment took may be from any time before it).
     previous_start: u64,
     /// Each interpreted process's counts over the segments before the current one: a
-    /// segment's recorder counts only its own samples, so the history's are their sum.
+    /// segment counts only its own samples, so the history's are their sum.
     interpreters: BTreeMap<(u32, u64), InterpreterProcess>,
     /// The current segment's last word on each interpreted process.
     current_interpreters: HashMap<(u32, u64), InterpreterProcess>,

@@ -442,10 +442,10 @@ impl<W: Write> Converter<W> {
             writer.push(Record::Process(p))?;
             maps.snapshot(s.pid, host);
             pythons.consider(s.pid, start, maps.maps_of(s.pid), host, writer)?;
-        } else if let Some(p) = procs.rewrite(s.pid, s.time_ns) {
+        } else if let Some(p) = procs.rewrite(s.pid) {
             // Known from an earlier segment: written again, not asked about again.
             writer.push(Record::Process(p))?;
-            pythons.rewrite(s.pid, s.time_ns, writer)?;
+            pythons.rewrite(s.pid, writer)?;
         }
         if let Some(t) = procs.thread_seen(s.tid, s.pid, &comm, s.time_ns) {
             writer.push(Record::Thread(t))?;
@@ -836,7 +836,10 @@ impl<W: Write> Converter<W> {
         core.worker.next_capture();
         core.procs.next_capture();
         core.maps.forget_modules();
-        let markers = core.norm.next_capture(&mut self.writer)?;
+        // In the order a first capture has them: the `Unwinding` record first, then the
+        // marker module it names.
+        let mut defs = VecSink::default();
+        let markers = core.norm.next_capture(&mut defs)?;
         let unwinding = match markers {
             Some(m) => Unwinding {
                 method: UnwindMethod::Cfi,
@@ -845,9 +848,10 @@ impl<W: Write> Converter<W> {
             },
             None => Unwinding::default(),
         };
-        // The marker module (written by `next_capture`) comes after the `Unwinding` record
-        // that names it in a first capture too: records are read whole before use.
-        for r in preamble(&core.cfg, unwinding) {
+        for r in preamble(&core.cfg, unwinding)
+            .into_iter()
+            .chain(defs.records)
+        {
             self.writer.push(r)?;
         }
         self.counts = Counts::default();

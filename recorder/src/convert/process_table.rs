@@ -73,13 +73,12 @@ impl ProcessTable {
     }
 
     /// The record of a known process not written to the current capture yet (a new
-    /// segment began since), as first seen in it at `now_ns`; `None` when it was, or is
-    /// not known.
-    pub fn rewrite(&mut self, pid: u32, now_ns: u64) -> Option<Process> {
+    /// segment began since); `None` when it was, or is not known. The same record, its
+    /// `start_ns` included: the segments of a history hold one version of the process,
+    /// which reading them together (`hotspot_format::merge`) keeps as one.
+    pub fn rewrite(&mut self, pid: u32) -> Option<Process> {
         let e = self.procs.get_mut(&pid).filter(|e| !e.written)?;
         e.written = true;
-        e.start_ns = now_ns;
-        e.record.start_ns = now_ns;
         self.seen_processes += 1;
         Some(e.record.clone())
     }
@@ -324,17 +323,17 @@ mod tests {
         let host = &mut host();
         t.ensure(7, "x", 5, host);
         t.thread_seen(70, 7, "x", 5);
-        assert!(t.rewrite(7, 9).is_none(), "written in this capture already");
+        assert!(t.rewrite(7).is_none(), "written in this capture already");
         t.next_capture();
         assert_eq!((t.processes_seen(), t.threads_seen()), (0, 0));
         // Known: not asked about again (the host may no longer know it)...
         assert!(t.ensure(7, "x", 10, host).1.is_none());
         host.processes.clear();
-        // ...but written again, as first seen in this capture, with what it was.
-        let again = t.rewrite(7, 10).expect("written again");
-        assert_eq!((again.name.as_str(), again.start_ns), ("worker", 10));
-        assert_eq!(t.start_ns(7), 10);
-        assert!(t.rewrite(7, 11).is_none());
+        // ...but written again, the same version of the process (its start).
+        let again = t.rewrite(7).expect("written again");
+        assert_eq!((again.name.as_str(), again.start_ns), ("worker", 5));
+        assert_eq!(t.start_ns(7), 5);
+        assert!(t.rewrite(7).is_none());
         let th = t.thread_seen(70, 7, "x", 10).expect("thread written again");
         assert_eq!(th.time_ns, 10);
         assert!(t.thread_seen(70, 7, "x", 11).is_none());

@@ -97,8 +97,13 @@ impl Segments<File> for FlightSegments<'_> {
             f.all,
             f.command_line.clone(),
         );
-        let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(header.start_wall_ns);
-        let path = history::segment_path(&self.flight.dir, start);
+        let mut start = SystemTime::UNIX_EPOCH + Duration::from_nanos(header.start_wall_ns);
+        let mut path = history::segment_path(&self.flight.dir, start);
+        // Names are to the millisecond: a segment never replaces the one before.
+        while std::fs::symlink_metadata(&path).is_ok() {
+            start += Duration::from_millis(1);
+            path = history::segment_path(&self.flight.dir, start);
+        }
         // An empty file is what a recorder killed while opening it leaves.
         let file = crate::capture_file::open_capture(&path, |b| {
             b.is_empty() || b.starts_with(&hotspot_format::header::MAGIC)

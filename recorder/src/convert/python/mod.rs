@@ -365,17 +365,11 @@ impl Pythons {
     }
 
     /// Writes `pid`'s interpreter to the current capture if it is decided and was not
-    /// yet (its `Process` is written again, as `start_ns`, in a flight recorder's next
-    /// segment): its verdict and walk carry over, not re-read.
-    pub fn rewrite(
-        &mut self,
-        pid: u32,
-        start_ns: u64,
-        sink: &mut impl Sink,
-    ) -> Result<(), FormatError> {
+    /// yet (its `Process` is written again in a flight recorder's next segment): its
+    /// verdict and walk carry over, not re-read.
+    pub fn rewrite(&mut self, pid: u32, sink: &mut impl Sink) -> Result<(), FormatError> {
         if let Some(p) = self.procs.get_mut(&pid).filter(|p| !p.written) {
             p.written = true;
-            p.record.start_ns = start_ns;
             sink.push(Record::InterpreterProcess(p.record.clone()))?;
         }
         Ok(())
