@@ -116,6 +116,21 @@ fn fly_and(
     (seen, most, peak)
 }
 
+/// `hotspot info --json` of a capture or a history.
+fn info_json(path: &Path) -> serde_json::Value {
+    let out = hotspot()
+        .args(["info", "--json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Every segment left opens alone, ended cleanly, with samples.
 fn every_segment_opens(dir: &Path) -> Vec<String> {
     let (names, _) = look(dir);
@@ -272,12 +287,7 @@ fn a_mark_lands_in_the_segment_being_written() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     // JSON lists it.
-    let json = hotspot()
-        .args(["info", "--json"])
-        .arg(dir.join(&found[0].0))
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let v = info_json(&dir.join(&found[0].0));
     assert_eq!(v["marks"][0]["text"], "deploy 4.2");
     // Marking a directory no recorder writes is a one-line error.
     let out = hotspot()
@@ -350,17 +360,7 @@ fn a_sigkill_mid_segment_leaves_every_earlier_segment_and_the_readable_part_of_t
     }
     total += c.samples.len();
     // The history reads as one capture: every segment's samples, the cut one's too.
-    let out = hotspot()
-        .args(["info", "--json"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = info_json(&dir);
     assert_eq!(v["counts"]["samples"], total as u64);
     assert_eq!(
         v["ending"]["clean"], false,
@@ -488,17 +488,7 @@ fn a_python_process_is_one_interpreter_across_the_history() {
     }
     // ...and the history holds one version of the process (its start kept across the
     // segments), whose counts are the segments' sum, nearly every sample merged.
-    let json = hotspot()
-        .args(["info", "--json"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        json.status.success(),
-        "{}",
-        String::from_utf8_lossy(&json.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let v = info_json(&dir);
     let interps = v["interpreters"].as_array().unwrap();
     assert_eq!(interps.len(), 1, "{interps:?}");
     assert_eq!(interps[0]["merged"], walked, "{interps:?}");

@@ -372,15 +372,7 @@ fn start_and_run(
             capture: summary.totals.counts.lost,
         });
     }
-    if let Some(c) = &mut child
-        && c.try_wait().is_none()
-    {
-        if opts.end_command {
-            end_command(c, summary.reason, observer);
-        } else {
-            observer.warning(Warning::CommandLeftRunning { pid: c.pid() });
-        }
-    }
+    outlived(&mut child, opts, summary.reason, observer);
     Ok(summary)
 }
 
@@ -433,16 +425,27 @@ fn run_segments(
     let mut segments = FlightSegments::new(flight, facts, opts.scrub, observer);
     let summary = recorder.run_segments(&mut sampler, &mut segments, stop, &mut on_progress)?;
     segments.close()?;
-    if let Some(c) = &mut child
+    outlived(&mut child, opts, summary.reason, observer);
+    Ok(summary)
+}
+
+/// A command the session started that still runs when the recording stops: ended
+/// ([`end_command`]), or left running with `end_command` off, and said so.
+fn outlived(
+    child: &mut Option<GatedChild>,
+    opts: &SessionOptions,
+    reason: StopReason,
+    observer: &mut dyn Observer,
+) {
+    if let Some(c) = child
         && c.try_wait().is_none()
     {
         if opts.end_command {
-            end_command(c, summary.reason, observer);
+            end_command(c, reason, observer);
         } else {
             observer.warning(Warning::CommandLeftRunning { pid: c.pid() });
         }
     }
-    Ok(summary)
 }
 
 /// Ends a command the session started that outlived the recording, as perf does
