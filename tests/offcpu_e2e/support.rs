@@ -254,6 +254,17 @@ pub fn assert_close(a: f64, b: f64, rel: f64, abs: f64, what: &str) {
     );
 }
 
+/// The standard error of the number of periodic timer ticks that land in a thread's
+/// time on the CPU, `ticks` periods long in all, spent in `runs` separate runs (its
+/// switches plus one) at phases independent of the timer. A run of n + f periods takes
+/// n or n + 1 ticks, n + 1 with probability f: a variance of f(1 - f), at most f and at
+/// most 1/4. So the count's variance is at most the expected count, and at most a
+/// quarter of the runs: a spinner's count is nearly exact, a thread that runs in
+/// thousands of short bursts has a Poisson-like count.
+pub fn tick_count_sd(ticks: f64, runs: u64) -> f64 {
+    ticks.min(runs as f64 / 4.0).max(0.0).sqrt()
+}
+
 /// `hotspot report ARGS… CAPTURE`'s stdout.
 pub fn report(capture: &Path, args: &[&str]) -> Vec<u8> {
     run_ok(hotspot().arg("report").args(args).arg(capture)).stdout
