@@ -155,13 +155,7 @@ fn off_cpu_events_become_format_1_3_records() {
         "{defs:?}"
     );
 
-    let strings: HashMap<u32, String> = records
-        .iter()
-        .filter_map(|r| match r {
-            Record::String { id, text } => Some((*id, text.clone())),
-            _ => None,
-        })
-        .collect();
+    let strings = scripted::strings(&records);
     let frame_names: HashMap<u32, String> = records
         .iter()
         .filter_map(|r| match r {

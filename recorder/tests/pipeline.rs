@@ -87,13 +87,7 @@ fn samples_become_named_machine_independent_frames() {
         diag.truncated.is_none() && diag.corrupt_count == 0,
         "{diag:?}"
     );
-    let strings: std::collections::HashMap<u32, String> = records
-        .iter()
-        .filter_map(|r| match r {
-            Record::String { id, text } => Some((*id, text.clone())),
-            _ => None,
-        })
-        .collect();
+    let strings = scripted::strings(&records);
     let modules: Vec<_> = records
         .iter()
         .filter_map(|r| {
@@ -307,15 +301,12 @@ fn cfi_middle() -> (UserRegs, Vec<u8>) {
 
 /// Every sample's stack as function names, leaf first.
 fn named_stacks(records: &[Record]) -> Vec<Vec<String>> {
-    let mut strings = std::collections::HashMap::new();
+    let strings = scripted::strings(records);
     let mut symbols = std::collections::HashMap::new();
     let mut stacks = std::collections::HashMap::new();
     let mut samples = Vec::new();
     for r in records {
         match r {
-            Record::String { id, text } => {
-                strings.insert(*id, text.clone());
-            }
             Record::Symbol(s) => {
                 symbols.insert(s.frame, s.function);
             }

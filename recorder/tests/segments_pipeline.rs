@@ -195,13 +195,7 @@ struct Defined {
 
 impl Defined {
     fn of(records: &[Record]) -> Defined {
-        let strings: HashMap<u32, String> = records
-            .iter()
-            .filter_map(|r| match r {
-                Record::String { id, text } => Some((*id, text.clone())),
-                _ => None,
-            })
-            .collect();
+        let strings = scripted::strings(records);
         let mut d = Defined {
             threads: HashMap::new(),
             processes: HashSet::new(),

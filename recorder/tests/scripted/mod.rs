@@ -3,11 +3,12 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use hotspot_format::Record;
 use hotspot_recorder::event::{Comm, Event, OpenThreadTimes};
 use hotspot_recorder::live::ProcHost;
 use hotspot_recorder::source::EventSource;
@@ -104,4 +105,15 @@ pub fn record(
     let writer = hotspot_format::Writer::new(Vec::new(), Default::default()).expect("writer");
     let host = ProcHost::new(proc_dir, proc_dir.join("sys"));
     hotspot_recorder::run(source, writer, cfg, Box::new(host), stop, &mut |_| {}).expect("records")
+}
+
+/// A capture's strings by their id, from its String records.
+pub fn strings(records: &[Record]) -> HashMap<u32, String> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::String { id, text } => Some((*id, text.clone())),
+            _ => None,
+        })
+        .collect()
 }
