@@ -413,12 +413,14 @@ def _mb_h(ph, tool) -> float:
 
 
 def _flat(ph) -> tuple[bool, float]:
-    """Flat: no window's peak recorder RSS above the first window's by more than 10% (the
-    churn test's bound)."""
+    """Flat: no later window's peak recorder RSS above the second window's by more than
+    10% (the churn test's bound). The first window holds the start, which names every
+    module of the box's processes once (102.6 MB against 45.3 MB in the second window of
+    the 2026-12-06 run): measured from it, any growth below that peak would pass."""
     ws = [w["h_rss_mb"] for w in ph["windows"] if w["h_rss_mb"] > 0]
-    if not ws:
+    if len(ws) < 2:
         return False, float("nan")
-    growth = max(ws) / ws[0] - 1
+    growth = max(ws[1:]) / ws[1] - 1
     return growth <= 0.10, growth
 
 
@@ -475,7 +477,7 @@ def summary_rows(w, s, cfg) -> None:
     ok, growth = _flat(idle)
     peak = max(x["h_rss_mb"] for x in idle["windows"])
     w(f"| 11 | flight recorder peak RSS over {_dur(idle['wall'])}, per "
-      f"{_dur(idle['window'])} window (max ÷ first − 1) | {peak:.1f} MB "
+      f"{_dur(idle['window'])} window (max after the first ÷ the second − 1) | {peak:.1f} MB "
       f"(growth {100 * growth:+.0f}%) | {max(x['p_rss_mb'] for x in idle['windows']):.1f} MB | — | "
       f"— | flat (≤ +10%) | {verdict(ok)} |")
     for kind in ("snapshot", "report"):
