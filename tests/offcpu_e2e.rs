@@ -1,4 +1,5 @@
-//! End-to-end tests of `hotspot record --off-cpu` with the real BPF program (issue 16):
+//! End-to-end tests of `hotspot record --off-cpu` with the real BPF program (issue 16),
+//! in one capture and in a flight recorder's segments (issue 28):
 //! the fixtures `offcpu` (threads that sleep, block on a pipe, never block, wait for the
 //! disk), `contend` (busy threads pinned to one CPU) and `split7030`, recorded and read
 //! back with [`Capture`]. Each thread's shares are by construction of its fixture; its
@@ -29,6 +30,21 @@ fn offcpu() -> &'static Recorded {
         record(
             "offcpu",
             &["--off-cpu"],
+            &[&common::fixture_arg("offcpu"), "3", &dir],
+        )
+    })
+}
+
+/// The `offcpu` fixture as [`offcpu`] records it, but by the flight recorder: one
+/// recording cut into segments of 1 s, read back as one history.
+fn offcpu_flight() -> &'static Recorded {
+    static REC: OnceLock<Recorded> = OnceLock::new();
+    REC.get_or_init(|| {
+        let dir = support::disk_dir();
+        support::record_to(
+            "history",
+            "offcpu",
+            &["--off-cpu", "--keep", "10m", "--segment", "1s"],
             &[&common::fixture_arg("offcpu"), "3", &dir],
         )
     })
@@ -127,4 +143,55 @@ fn cpu_report_has_the_shape_of_a_recording_without_off_cpu() {
     let with = record("split7030", &["--off-cpu"], &argv);
     let without = record("split7030", &[], &argv);
     support::same_shape(&with, &without);
+}
+
+/// A flight recording with `--off-cpu` cuts each thread's times at every segment's end:
+/// each segment accounts a live thread from where the one before stopped, and the
+/// history's sums hold the same checks as one capture's.
+#[test]
+fn a_flight_recording_cuts_thread_times_at_each_segment() {
+    let rec = offcpu_flight();
+    let mut names: Vec<_> = std::fs::read_dir(&rec.path)
+        .expect("the history directory")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "hsp"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 3, "{names:?}");
+    let mut last: std::collections::BTreeMap<u32, u64> = Default::default();
+    let mut cut = 0;
+    for n in &names {
+        let c = hotspot_replay::Capture::open(n).expect("a segment opens alone");
+        for line in &rec.threads {
+            let Some(t) = c.thread_times.get(&line.tid) else {
+                continue;
+            };
+            let total = t.wall_ns();
+            assert_eq!(
+                total,
+                t.last_ns - t.first_ns,
+                "{}: {}'s times are not its span there: {t:?}",
+                n.display(),
+                line.name
+            );
+            if let Some(end) = last.insert(line.tid, t.last_ns) {
+                assert_eq!(
+                    t.first_ns,
+                    end,
+                    "{}: {} accounted from {} where the segment before stopped at {end}",
+                    n.display(),
+                    line.name,
+                    t.first_ns
+                );
+                cut += 1;
+            }
+        }
+    }
+    // Five threads live for 3 s in segments of 1 s: each crosses at least two ends.
+    assert!(cut >= 2 * rec.threads.len(), "{cut} cuts seen");
+    checks::nothing_lost_and_off_cpu_defined(rec);
+    checks::wall_is_cpu_plus_off_cpu_and_the_lifetime(rec);
+    checks::disk_writer_waits_in_d_state_in_its_fsync(rec);
+    checks::alternating_thread_is_half_off_cpu_in_its_sleep(rec);
 }

@@ -257,8 +257,9 @@ fn end_segment<S: EventSource, W: Write>(
     conv.take_marks()?;
     conv.handle_lost_mappings(source.lost_mapping_events())?;
     if off_cpu {
-        let live = source.thread_times_now()?;
+        // The end first: a thread's state is known from its last switch to its read.
         let end = conv.now_ns();
+        let live = source.thread_times_now()?;
         conv.handle_segment_threads(live, end)?;
     }
     flush(conv, source)?;

@@ -14,6 +14,7 @@ use hotspot_format::{
     ModuleKind, Record, SessionHeader, ThreadState, ThreadTimes, Writer, read_all,
 };
 use hotspot_recorder::event::{Event, OpenThreadTimes, StackEnd, StackSample};
+use hotspot_recorder::host::Host;
 use hotspot_recorder::live::ProcHost;
 use hotspot_recorder::{
     ConvertConfig, RecordConfig, Recorder, RecorderError, Segments, StopReason, Totals,
@@ -181,6 +182,91 @@ fn every_segment_reads_alone_and_the_counts_are_split_not_repeated() {
     }
     let on: u64 = times.iter().map(|t| t.on_cpu_ns).sum();
     assert_eq!(on, 400, "on-CPU time counted once");
+}
+
+/// A thread that exited before a segment's end read the live threads (its exit record
+/// still on its way, handled in the next segment) goes on from where the segment before
+/// left it: its exit holds only what came after that boundary, not its whole life again.
+#[test]
+fn a_thread_gone_when_a_segment_ends_goes_on_from_the_last_boundary() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fake_proc(dir.path(), KALLSYMS);
+    let me = std::process::id();
+    let helper = me + 1;
+    // Asleep since 900 ns, after 400 ns on the CPU; it exits an hour from now (later
+    // than any segment's end here), having slept since.
+    let asleep = OpenThreadTimes {
+        pid: me,
+        first_ns: 500,
+        last_ns: 900,
+        on_cpu_ns: 400,
+        sleeping_ns: 0,
+        uninterruptible_ns: 0,
+        runnable_ns: 0,
+        pending_ns: 0,
+        state: Some(ThreadState::Sleeping),
+    };
+    let exit_ns = ProcHost::new(dir.path(), dir.path().join("sys")).now_ns() + 3_600_000_000_000;
+    let exited = OpenThreadTimes {
+        last_ns: exit_ns,
+        sleeping_ns: exit_ns - 900,
+        state: None,
+        ..asleep
+    };
+    let script = vec![
+        vec![sample(1_000, me, "worker"), sample(1_100, helper, "helper")],
+        vec![sample(2_000, me, "worker")],
+        vec![
+            sample(3_000, me, "worker"),
+            Event::ThreadTimes {
+                tid: helper,
+                times: exited,
+            },
+        ],
+        vec![Event::Exit {
+            time_ns: 4_000,
+            pid: me,
+        }],
+    ];
+    let mut source = ScriptedSource {
+        live: vec![(me, asleep)],
+        // The first segment's end finds both; every later one the worker alone.
+        live_reads: vec![vec![(me, asleep), (helper, asleep)]].into(),
+        pace: Duration::from_millis(5),
+        ..ScriptedSource::new(script)
+    };
+    let cfg = RecordConfig {
+        convert: ConvertConfig {
+            targets: vec![me],
+            off_cpu_period_ns: Some(1_000_000),
+            ..ConvertConfig::default()
+        },
+        flush_every: Duration::from_millis(2),
+        ..RecordConfig::default()
+    };
+    let host = ProcHost::new(dir.path(), dir.path().join("sys"));
+    let recorder = Recorder::new(cfg, Box::new(host)).expect("set up");
+    let mut memory = Memory::default();
+    let stop = AtomicBool::new(false);
+    recorder
+        .run_segments(&mut source, &mut memory, &stop, &mut |_| {})
+        .expect("records");
+    assert!(memory.done.len() >= 3, "{} segments", memory.done.len());
+    let mut times: Vec<ThreadTimes> = Vec::new();
+    for (bytes, _) in &memory.done {
+        let (records, _) = read_all(bytes).expect("a segment reads alone");
+        times.extend(records.iter().filter_map(|r| match r {
+            Record::ThreadTimes(t) if t.tid == helper => Some(*t),
+            _ => None,
+        }));
+    }
+    assert_eq!(times.len(), 2, "{times:?}");
+    assert_eq!(times[0].first_ns, 500);
+    assert_eq!(times[1].first_ns, times[0].last_ns, "{times:?}");
+    assert!(times[1].exited && times[1].last_ns == exit_ns, "{times:?}");
+    let on: u64 = times.iter().map(|t| t.on_cpu_ns).sum();
+    let wall: u64 = times.iter().map(ThreadTimes::wall_ns).sum();
+    assert_eq!((on, wall), (400, exit_ns - 500), "{times:?}");
 }
 
 /// What a segment defines.

@@ -78,8 +78,15 @@ impl Recorded {
 /// `PROG: thread=…` lines the target printed on stderr (the recorder passes the target's
 /// stderr through).
 pub fn record(prog: &str, extra: &[&str], argv: &[&str]) -> Recorded {
+    record_to(&format!("{prog}.hsp"), prog, extra, argv)
+}
+
+/// [`record`] into `out`, a name in a directory of the test's own: a capture file, or
+/// with `--keep` in `extra` the flight recorder's directory of segments (whose history
+/// [`Capture::open`] reads as one capture).
+pub fn record_to(out: &str, prog: &str, extra: &[&str], argv: &[&str]) -> Recorded {
     let dir = tmp();
-    let path = dir.path().join(format!("{prog}.hsp"));
+    let path = dir.path().join(out);
     let (out, steal_ns) = {
         let _g = serial();
         let steal = steal_ns();

@@ -314,8 +314,9 @@ pub struct Converter<W: Write> {
     lost_mappings_seen: u64,
     lost_off_cpu_seen: u64,
     /// `--off-cpu` in a flight recorder: each live thread's times as written at the end
-    /// of the last segment, so the next holds only what came after.
-    thread_baselines: HashMap<u32, ThreadTimes>,
+    /// of the last segment, so the next holds only what came after, and whether it was
+    /// carried over a segment's end where the source did not list the thread.
+    thread_baselines: HashMap<u32, (ThreadTimes, bool)>,
     /// When the source stopped accounting thread times, once it has.
     accounting_end: Option<u64>,
     /// Threads whose times were written accounted to the end (exits written after
@@ -518,7 +519,7 @@ impl<W: Write> Converter<W> {
             .accounting_end
             .map_or(times.last_ns, |end| end.min(times.last_ns));
         let mut t = times.closed_at(tid, end, true);
-        if let Some(before) = self.thread_baselines.remove(&tid) {
+        if let Some((before, _)) = self.thread_baselines.remove(&tid) {
             t = crate::event::times_since(&t, &before);
         }
         if !t.exited {
@@ -529,8 +530,8 @@ impl<W: Write> Converter<W> {
     }
 
     /// A flight recorder's segment ends at `end_ns`: the live threads' times so far
-    /// (`live`, read from the source, which keeps accounting them) are written to it,
-    /// each from where the last segment left it.
+    /// (`live`, read from the source after `end_ns`, while it keeps accounting them) are
+    /// written to it, each from where the last segment left it.
     pub fn handle_segment_threads(
         &mut self,
         live: Vec<(u32, OpenThreadTimes)>,
@@ -538,15 +539,26 @@ impl<W: Write> Converter<W> {
     ) -> Result<(), RecorderError> {
         let mut baselines = HashMap::with_capacity(live.len());
         for (tid, times) in live {
-            let t = times.closed_at(tid, end_ns, false);
+            // Each is cut where its state is known: from its last switch to when it was
+            // read it was in the state read, and `end_ns` came before the read. One that
+            // switched since `end_ns` is cut at that switch (microseconds later).
+            let t = times.closed_at(tid, end_ns.max(times.last_ns), false);
             let written = match self.thread_baselines.get(&tid) {
-                Some(before) => crate::event::times_since(&t, before),
+                Some((before, _)) => crate::event::times_since(&t, before),
                 None => t,
             };
             self.writer.push(Record::ThreadTimes(written))?;
-            baselines.insert(tid, t);
+            baselines.insert(tid, (t, false));
         }
-        // Threads not alive any more have had their exits written.
+        // A thread the source did not list exited before it was read, its exit on its way
+        // behind this segment's end (or its value did not decode: read while sched_switch
+        // wrote it): its exit, or the next segment's end, goes on from where it was left.
+        // Once only, so a thread whose exit was lost is not kept for ever.
+        for (tid, (before, carried)) in self.thread_baselines.drain() {
+            if !carried && !baselines.contains_key(&tid) {
+                baselines.insert(tid, (before, true));
+            }
+        }
         self.thread_baselines = baselines;
         Ok(())
     }
@@ -569,7 +581,7 @@ impl<W: Write> Converter<W> {
                 continue;
             }
             let mut t = times.closed_at(tid, end, false);
-            if let Some(before) = self.thread_baselines.remove(&tid) {
+            if let Some((before, _)) = self.thread_baselines.remove(&tid) {
                 t = crate::event::times_since(&t, &before);
             }
             self.writer.push(Record::ThreadTimes(t))?;

@@ -24,6 +24,9 @@ pub struct ScriptedSource {
     pub lost_off_cpu: [u64; 2],
     /// The threads left at the end, handed over once sampling stopped.
     pub live: Vec<(u32, OpenThreadTimes)>,
+    /// What each read of the live threads at a segment's end finds, in turn; `live` once
+    /// these are used up.
+    pub live_reads: VecDeque<Vec<(u32, OpenThreadTimes)>>,
     /// When accounting stopped, told once sampling stopped.
     pub accounting_end: Option<u64>,
     pub stopped: bool,
@@ -74,7 +77,10 @@ impl EventSource for ScriptedSource {
             !self.stopped,
             "thread times read at a segment's end after sampling stopped"
         );
-        Ok(self.live.clone())
+        Ok(self
+            .live_reads
+            .pop_front()
+            .unwrap_or_else(|| self.live.clone()))
     }
 }
 
