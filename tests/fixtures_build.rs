@@ -75,6 +75,7 @@ fn expected_functions(name: &str) -> &'static [&'static str] {
             "sig_handler_leaf",
         ],
         "dlopener" => &["dl_driver"],
+        "embedder" => &["emb_native_burn", "emb_native_leaf"],
         "unlinker" => &["unlink_burn", "unlink_leaf"],
         "offcpu" => &[
             "oc_alt_thread",
@@ -512,6 +513,31 @@ fn dlopener_calls_into_a_library_it_was_not_linked_with() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("unexpected stderr: {err}"));
     assert!(calls >= 1000, "only {calls} calls");
+}
+
+#[test]
+fn embedder_loads_python_late_or_stays_native() {
+    let bin = fixture("embedder");
+    let needed = run_tool(Command::new("readelf").arg("-d").arg(&bin));
+    assert!(
+        !needed.contains("libpython"),
+        "libpython is linked: {needed}"
+    );
+    let out = build_run("embedder", &[SHORT_ARG], SHORT);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Debian's libpython, loaded 0.3 s in, then 0.3 s of Python.
+    let out = run_ok(
+        "embedder",
+        &bin,
+        &[SHORT_ARG, "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"],
+        0.6,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("embedder: python_ns="), "{err}");
 }
 
 #[test]

@@ -7,6 +7,8 @@
 //! They need root (CAP_BPF + CAP_PERFMON) and the interpreters; without them they fail
 //! naming what is missing, never skip.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -424,4 +426,97 @@ fn a_thread_sleeping_in_python_shows_its_line_off_cpu() {
             "{version}: {in_python} of {asleep} periods asleep under sleeper() at line 7"
         );
     }
+}
+
+/// The `libpython` of one of [`interpreters`], and the `PYTHONHOME` an embedder needs for
+/// it (`None`: the system's).
+fn libpython(version: &str, exe: &Path) -> (PathBuf, Option<PathBuf>) {
+    if version == "debian" {
+        let lib = PathBuf::from("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0");
+        assert!(
+            lib.exists(),
+            "{} is missing: apt-get install libpython3.11",
+            lib.display()
+        );
+        return (lib, None);
+    }
+    // pyenv's <root>/versions/<version>/bin/python3.X: its library is lib/libpython3.X.so.
+    let home = exe.parent().and_then(Path::parent).expect("pyenv layout");
+    let minor = exe
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .replace("python", "");
+    let lib = home.join(format!("lib/libpython{minor}.so.1.0"));
+    assert!(
+        lib.exists(),
+        "{} is missing: pyenv builds it shared",
+        lib.display()
+    );
+    (lib, Some(home.to_path_buf()))
+}
+
+/// A native program that loads libpython itself, late (an application embedding Python):
+/// the recorder's first look finds no interpreter, and the library's mapping event is
+/// what makes it one. That event is read with the next drain of the rings (a quarter
+/// full, or the flush every second), so the walk begins within about a second of the
+/// library's first samples, and from then on the Python function is named as in a
+/// `python3` process.
+#[test]
+fn an_interpreter_a_native_program_loads_late_is_walked() {
+    let d = tmp();
+    let embedder = common::fixture_arg("embedder");
+    for (version, exe) in interpreters() {
+        let (lib, home) = libpython(&version, &exe);
+        let mut argv = vec!["env".to_string()];
+        argv.extend(home.map(|h| format!("PYTHONHOME={}", h.display())));
+        argv.extend([embedder.clone(), "2.5".into(), lib.display().to_string()]);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let c = record_cmd(&d.path().join(format!("embed-{version}.hsp")), &[], &argv);
+        let mut names = profile::StackNames::default();
+        let mut timed = Vec::new();
+        for s in &c.samples {
+            let stack = names.get(&c, s.stack).cloned().unwrap_or_default();
+            let in_lib = stack.iter().any(|f| f.module.starts_with("libpython"));
+            timed.push((s.time_ns, in_lib, has(&stack, "late_work"), native(&stack)));
+        }
+        let native_n = timed.iter().filter(|t| t.3).count();
+        let first_lib = timed.iter().filter(|t| t.1).map(|t| t.0).min();
+        let first_lib = first_lib.unwrap_or_else(|| panic!("{version}: no libpython samples"));
+        let first_named = timed.iter().filter(|t| t.2).map(|t| t.0).min();
+        let first_named =
+            first_named.unwrap_or_else(|| panic!("{version}: no sample names late_work"));
+        let after: Vec<_> = timed.iter().filter(|t| t.1 && t.0 >= first_named).collect();
+        let named = after.iter().filter(|t| t.2).count();
+        let delay = (first_named - first_lib) as f64 / 1e9;
+        eprintln!(
+            "{version}: walked {delay:.3} s after libpython's first sample; then {named} of {} \
+             libpython samples name late_work",
+            after.len()
+        );
+        // 0.3 s native (~150 samples at 499 Hz) before the library is loaded.
+        assert!(
+            native_n >= 10,
+            "{version}: {native_n} samples in emb_native_burn"
+        );
+        // Within the flush interval (1 s) and the interpreter's start (Py_Initialize,
+        // its first samples in libpython: tens of milliseconds).
+        assert!(
+            delay <= 1.2,
+            "{version}: walked {delay:.3} s after libpython's first sample"
+        );
+        // Then as a script run by python3 (in its 2.5 s, 1.3 s at least: ~650 samples).
+        // The rest are stacks whose Python frames did not match the native ones, kept
+        // native: 3.8 named late_work in 92% both embedded (976 of 1061) and as
+        // `python3.8 script.py` (1160 of 1252); the 85% split_7030 holds `main` to.
+        assert!(
+            after.len() >= 300 && named * 100 >= after.len() * 85,
+            "{version}: {named} of {} libpython samples after the walk began name late_work",
+            after.len()
+        );
+    }
+}
+
+fn native(stack: &[FrameName]) -> bool {
+    names(stack, "emb_native_burn")
 }

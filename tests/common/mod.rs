@@ -72,6 +72,7 @@ pub const ALL_FIXTURES: &[&str] = &[
     "frameless",
     "sighandler",
     "dlopener",
+    "embedder",
     "unlinker",
     "offcpu",
     "contend",
