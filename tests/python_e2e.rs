@@ -444,7 +444,7 @@ fn libpython(version: &str, exe: &Path) -> (PathBuf, Option<PathBuf>) {
     let home = exe.parent().and_then(Path::parent).expect("pyenv layout");
     let minor = exe
         .file_name()
-        .unwrap()
+        .expect("python3.X")
         .to_string_lossy()
         .replace("python", "");
     let lib = home.join(format!("lib/libpython{minor}.so.1.0"));
