@@ -7,6 +7,7 @@
 mod scripted;
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use hotspot_recorder::event::{Event, OpenThreadTimes, StackEnd, StackSample};
 use hotspot_recorder::host::Host;
 use hotspot_recorder::live::ProcHost;
 use hotspot_recorder::{
-    ConvertConfig, RecordConfig, Recorder, RecorderError, Segments, StopReason, Totals,
+    ConvertConfig, RecordConfig, Recorder, RecorderError, Segments, StopReason, Summary, Totals,
 };
 use scripted::{ScriptedSource, comm, fake_proc};
 
@@ -70,6 +71,28 @@ fn sample(t: u64, tid: u32, name: &str) -> Event {
     })
 }
 
+/// One recording of this process with `--off-cpu` from `source`, a segment per batch,
+/// `/proc` faked under `proc`.
+fn record_segments(source: &mut ScriptedSource, proc: &Path) -> (Summary, Memory) {
+    let cfg = RecordConfig {
+        convert: ConvertConfig {
+            targets: vec![std::process::id()],
+            off_cpu_period_ns: Some(1_000_000),
+            ..ConvertConfig::default()
+        },
+        flush_every: Duration::from_millis(2),
+        ..RecordConfig::default()
+    };
+    let host = ProcHost::new(proc, proc.join("sys"));
+    let recorder = Recorder::new(cfg, Box::new(host)).expect("set up");
+    let mut memory = Memory::default();
+    let stop = AtomicBool::new(false);
+    let summary = recorder
+        .run_segments(source, &mut memory, &stop, &mut |_| {})
+        .expect("records");
+    (summary, memory)
+}
+
 #[test]
 fn every_segment_reads_alone_and_the_counts_are_split_not_repeated() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -102,22 +125,7 @@ fn every_segment_reads_alone_and_the_counts_are_split_not_repeated() {
         pace: Duration::from_millis(5),
         ..ScriptedSource::new(script)
     };
-    let cfg = RecordConfig {
-        convert: ConvertConfig {
-            targets: vec![me],
-            off_cpu_period_ns: Some(1_000_000),
-            ..ConvertConfig::default()
-        },
-        flush_every: Duration::from_millis(2),
-        ..RecordConfig::default()
-    };
-    let host = ProcHost::new(dir.path(), dir.path().join("sys"));
-    let recorder = Recorder::new(cfg, Box::new(host)).expect("set up");
-    let mut memory = Memory::default();
-    let stop = AtomicBool::new(false);
-    let summary = recorder
-        .run_segments(&mut source, &mut memory, &stop, &mut |_| {})
-        .expect("records");
+    let (summary, memory) = record_segments(&mut source, dir.path());
     assert_eq!(summary.reason, StopReason::TargetsExited);
     assert!(memory.done.len() >= 4, "{} segments", memory.done.len());
 
@@ -235,22 +243,7 @@ fn a_thread_gone_when_a_segment_ends_goes_on_from_the_last_boundary() {
         pace: Duration::from_millis(5),
         ..ScriptedSource::new(script)
     };
-    let cfg = RecordConfig {
-        convert: ConvertConfig {
-            targets: vec![me],
-            off_cpu_period_ns: Some(1_000_000),
-            ..ConvertConfig::default()
-        },
-        flush_every: Duration::from_millis(2),
-        ..RecordConfig::default()
-    };
-    let host = ProcHost::new(dir.path(), dir.path().join("sys"));
-    let recorder = Recorder::new(cfg, Box::new(host)).expect("set up");
-    let mut memory = Memory::default();
-    let stop = AtomicBool::new(false);
-    recorder
-        .run_segments(&mut source, &mut memory, &stop, &mut |_| {})
-        .expect("records");
+    let (_, memory) = record_segments(&mut source, dir.path());
     assert!(memory.done.len() >= 3, "{} segments", memory.done.len());
     let mut times: Vec<ThreadTimes> = Vec::new();
     for (bytes, _) in &memory.done {
