@@ -36,7 +36,10 @@ fn capture(name: &str) -> Capture {
 }
 
 fn state(base: &str, new: &str, w: u16, h: u16) -> State {
-    let c = capture(new);
+    diff_state(capture(base), capture(new), w, h)
+}
+
+fn diff_state(base: Capture, c: Capture, w: u16, h: u16) -> State {
     let finished = c.end.is_some();
     let opts = Options {
         mode: Mode::Replay,
@@ -46,10 +49,7 @@ fn state(base: &str, new: &str, w: u16, h: u16) -> State {
         no_interpreter: false,
     };
     let mut s = State::new(Data::new(c), opts, Rect::new(0, 0, w, h));
-    s.diff = Some(Compare::new(
-        Data::new(capture(base)),
-        DiffOptions::default(),
-    ));
+    s.diff = Some(Compare::new(Data::new(base), DiffOptions::default()));
     s.finished = finished;
     s.refresh();
     s
@@ -242,5 +242,32 @@ fn diff_threads_wall_time() {
     );
     let out = screen(&mut s);
     assert!(out.contains("+0.0%"), "{out}");
+    insta::assert_snapshot!(out);
+}
+
+/// `name` with a mark a third of the way in.
+fn marked(name: &str, text: &str) -> Capture {
+    let mut c = capture(name);
+    let (a, b) = c.time_range().expect("samples");
+    c.marks.push(hotspot_format::Mark {
+        time_ns: a + (b - a) / 3,
+        text: text.into(),
+    });
+    c
+}
+
+#[test]
+fn each_timeline_shows_its_own_marks() {
+    let base = marked("split7030", "deploy 4.1");
+    let new = marked("split3070", "deploy 4.2");
+    let mut s = diff_state(base, new, 120, 28);
+    let out = screen(&mut s);
+    let row = |text: &str| out.lines().position(|l| l.contains(text));
+    let (in_base, in_new) = (row("▼deploy 4.1"), row("▼deploy 4.2"));
+    // The base's strip is drawn above the new capture's.
+    assert!(
+        in_base.is_some() && in_new.is_some() && in_base < in_new,
+        "base mark on row {in_base:?}, new on {in_new:?}:\n{out}"
+    );
     insta::assert_snapshot!(out);
 }

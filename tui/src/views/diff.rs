@@ -16,7 +16,7 @@ use crate::diff::{Compare, Side};
 use crate::palette::{ColorMode, Palette};
 use crate::state::State;
 use crate::views::draw::{put, secs, thousands};
-use crate::views::timeline::strip;
+use crate::views::timeline::{marks, strip};
 
 /// Style of a change beyond noise: red where it grew (slower), blue where it shrank.
 fn grew(pal: &Palette, up: bool) -> Style {
@@ -499,6 +499,8 @@ struct Strip<'a> {
     selected: Option<(u64, u64)>,
     whole: bool,
     origin: u64,
+    /// Its capture's marks (`hotspot mark`), drawn on its bars.
+    marks: &'a [hotspot_format::Mark],
 }
 
 /// The timelines of both captures, the base's above the new's, each with its selection;
@@ -515,6 +517,7 @@ pub fn timelines(state: &State, area: Rect, buf: &mut Buffer) {
             selected: c.selected(),
             whole: c.selection.is_none(),
             origin: origin(&c.base).unwrap_or(0),
+            marks: &c.base.capture.marks,
         },
         Strip {
             name: "new ",
@@ -524,6 +527,7 @@ pub fn timelines(state: &State, area: Rect, buf: &mut Buffer) {
             selected: state.selected(),
             whole: state.selection.is_none() && state.follow.is_none(),
             origin: origin(&state.data).unwrap_or(0),
+            marks: &state.data.capture.marks,
         },
     ];
     let half = area.height / 2;
@@ -590,4 +594,5 @@ fn draw_strip(state: &State, c: &Compare, s: &Strip, area: Rect, buf: &mut Buffe
         area.height.saturating_sub(1),
     );
     strip(state, t, (t.column(from), t.column(to)), bars, buf);
+    marks(state, t, s.marks, bars, (a, b), buf);
 }

@@ -62,7 +62,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     put(buf, area.x, area.y, area.width, &label, pal.dim());
     let bars = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
     strip(state, t, (c0, c1), bars, buf);
-    marks(state, bars, start, end, buf);
+    marks(state, t, &state.data.capture.marks, bars, (start, end), buf);
 }
 
 /// Draws a timeline's bars into `bars`, columns `c0..=c1` as selected.
@@ -121,14 +121,17 @@ pub(crate) fn strip(
     }
 }
 
-/// The marks inside the drawn span, left to right: `▼` at the mark's column and its text
-/// after it, cut where the next mark starts.
-fn marks(state: &State, bars: Rect, start: u64, end: u64, buf: &mut Buffer) {
-    let t = &state.cache.timeline;
-    let mut shown: Vec<(u16, &str)> = state
-        .data
-        .capture
-        .marks
+/// The marks of timeline `t`'s capture inside its drawn span, left to right: `▼` at the
+/// mark's column and its text after it, cut where the next mark starts.
+pub(crate) fn marks(
+    state: &State,
+    t: &crate::model::Timeline,
+    marks: &[hotspot_format::Mark],
+    bars: Rect,
+    (start, end): (u64, u64),
+    buf: &mut Buffer,
+) {
+    let mut shown: Vec<(u16, &str)> = marks
         .iter()
         .filter(|m| (start..=end).contains(&m.time_ns))
         .map(|m| (t.column(m.time_ns) as u16, m.text.as_str()))
