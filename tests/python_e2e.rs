@@ -520,3 +520,63 @@ fn an_interpreter_a_native_program_loads_late_is_walked() {
 fn native(stack: &[FrameName]) -> bool {
     names(stack, "emb_native_burn")
 }
+
+/// Code run by a sub-interpreter of the same thread (`Py_NewInterpreter`) is not merged:
+/// the walk finds the thread's state through the pthread key, which holds the main
+/// interpreter's, whose frames stay at the call into the sub-interpreter; the
+/// sub-interpreter's evaluation loops then do not match them, and those stacks are kept
+/// native and counted as mismatched. What must not happen: the main interpreter's frames
+/// pasted onto the sub-interpreter's loops, a Python stack that never ran.
+#[test]
+fn a_sub_interpreter_s_stacks_are_kept_native_not_mismerged() {
+    let d = tmp();
+    // pyenv's builds only: the call into the sub-interpreter is told by its native frame,
+    // the module's static `interp_run_string`, which Debian's python3 (stripped to its
+    // exported symbols) does not name.
+    let pyenv = interpreters().into_iter().filter(|(v, _)| v != "debian");
+    for (version, exe) in pyenv {
+        let c = record_cmd(
+            &d.path().join(format!("sub-{version}.hsp")),
+            &[],
+            &[&exe.display().to_string(), &script("subinterp.py")],
+        );
+        let all = stacks(&c);
+        let total = count(&all, |_| true);
+        // Python functions, not the marks a stack kept native carries
+        // (`[python: frames did not match the native stack]`).
+        let function = |f: &FrameName| is_python(f) && !f.function.starts_with('[');
+        let python = count(&all, |s| s.iter().any(function));
+        // Below `interp_run_string` (the module's `run_string`, which runs CODE in the
+        // sub-interpreter) only CODE's own functions (file `<string>`) may stand; the
+        // main interpreter's `<module>` above it is right (it made the call).
+        const ENTRY: &str = "interp_run_string";
+        let inside = count(&all, |s| names(s, ENTRY));
+        let wrong = count(&all, |s| {
+            s.iter()
+                .skip_while(|f| &*f.function != ENTRY)
+                .any(|f| function(f) && f.file.as_deref() != Some("<string>"))
+        });
+        let p = c.interpreters.values().next();
+        let p = p.unwrap_or_else(|| panic!("{version}: no interpreter record"));
+        eprintln!(
+            "{version}: {total} samples, {python} with Python functions ({wrong} of the main \
+             interpreter's inside the sub-interpreter's code); the interpreter's own \
+             count: {} merged, {} mismatched of {}",
+            p.merged, p.mismatched, p.samples
+        );
+        // 1.5 s in sub_work: ~750 samples at 499 Hz, all of them inside the call.
+        assert!(
+            inside >= 300,
+            "{version}: {inside} of {total} samples in {ENTRY}"
+        );
+        assert!(
+            wrong * 100 <= total,
+            "{version}: {wrong} of {total} samples put the main interpreter's frames inside \
+             the sub-interpreter's code"
+        );
+        assert!(
+            p.mismatched + p.merged + 20 >= p.samples && p.mismatched * 10 >= p.samples * 8,
+            "{version}: {p:?}"
+        );
+    }
+}
