@@ -71,6 +71,22 @@ fn sample(t: u64, tid: u32, name: &str) -> Event {
     })
 }
 
+/// A thread of process `pid` accounted since 500 ns: 400 ns on the CPU, then asleep
+/// since 900.
+fn asleep_since_900(pid: u32) -> OpenThreadTimes {
+    OpenThreadTimes {
+        pid,
+        first_ns: 500,
+        last_ns: 900,
+        on_cpu_ns: 400,
+        sleeping_ns: 0,
+        uninterruptible_ns: 0,
+        runnable_ns: 0,
+        pending_ns: 0,
+        state: Some(ThreadState::Sleeping),
+    }
+}
+
 /// One recording of this process with `--off-cpu` from `source`, a segment per batch,
 /// `/proc` faked under `proc`.
 fn record_segments(source: &mut ScriptedSource, proc: &Path) -> (Summary, Memory) {
@@ -107,18 +123,7 @@ fn every_segment_reads_alone_and_the_counts_are_split_not_repeated() {
             pid: me,
         }],
     ];
-    // Thread `me` has been accounted since 500 ns, asleep since 900.
-    let live = OpenThreadTimes {
-        pid: me,
-        first_ns: 500,
-        last_ns: 900,
-        on_cpu_ns: 400,
-        sleeping_ns: 0,
-        uninterruptible_ns: 0,
-        runnable_ns: 0,
-        pending_ns: 0,
-        state: Some(ThreadState::Sleeping),
-    };
+    let live = asleep_since_900(me);
     let mut source = ScriptedSource {
         lost: vec![0, 3],
         live: vec![(me, live)],
@@ -201,19 +206,8 @@ fn a_thread_gone_when_a_segment_ends_goes_on_from_the_last_boundary() {
     fake_proc(dir.path(), KALLSYMS);
     let me = std::process::id();
     let helper = me + 1;
-    // Asleep since 900 ns, after 400 ns on the CPU; it exits an hour from now (later
-    // than any segment's end here), having slept since.
-    let asleep = OpenThreadTimes {
-        pid: me,
-        first_ns: 500,
-        last_ns: 900,
-        on_cpu_ns: 400,
-        sleeping_ns: 0,
-        uninterruptible_ns: 0,
-        runnable_ns: 0,
-        pending_ns: 0,
-        state: Some(ThreadState::Sleeping),
-    };
+    // It exits an hour from now (later than any segment's end here), having slept since.
+    let asleep = asleep_since_900(me);
     let exit_ns = ProcHost::new(dir.path(), dir.path().join("sys")).now_ns() + 3_600_000_000_000;
     let exited = OpenThreadTimes {
         last_ns: exit_ns,
