@@ -16,7 +16,11 @@
 //! started between the windows' middles), peaks 51.1-52.2 MB. At a floor of ~50 MB, 10%
 //! barely catches one 48-byte entry kept per exited process (injected into
 //! `ProcessTable::forget` to check: 53.1 -> 59.0 MB, +11%, 66 bytes per process at 1,206
-//! a second), so the growth per process is held too: at most 16 bytes.
+//! a second), so the growth per process is held too: at most 44 bytes. The debug build
+//! the test tiers run is noisier than the release build those figures are from: its floor
+//! moved 1.6, 19.0 (CI at 35351b9, failing the first bound of 16 bytes) and 28.7 bytes per
+//! process started in three runs without a leak, 68.2 with the injected one; 44 is
+//! about the geometric middle of 28.7 and 66.
 //!
 //! Segments of 20 s, so that the run crosses several, and at -F 49, not the default
 //! 499: what a segment keeps for each distinct stack it wrote (its dedup table,
@@ -45,7 +49,7 @@ const SEGMENT: Duration = Duration::from_secs(20);
 const RUN: Duration = Duration::from_secs(150);
 /// The most the floor may grow per process started between the windows, in bytes
 /// (module doc).
-const PER_PROCESS: f64 = 16.0;
+const PER_PROCESS: f64 = 44.0;
 /// The sampling rate: a tenth of the default (module doc).
 const FREQ: u32 = 49;
 /// The windows compared, each longer than the symboliser holds parsed debug information
