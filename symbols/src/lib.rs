@@ -16,6 +16,8 @@
 //! - [`symbolizer`]: naming a module's frames, by blazesym's DWARF reader, or for
 //!   compressed debug files (distribution debug packages) by symbol table plus
 //!   [`debug_lines`], the fast path; and the placeholder names of unnamed code;
+//! - [`qualified`]: a function's whole name from its symbol where DWARF has only its
+//!   last part (line tables only);
 //! - [`perf_map`]: JIT symbol maps.
 //!
 //! It takes paths, files and offsets: no BPF and no process tracking. The recorder turns
@@ -27,6 +29,7 @@ pub mod debug_lines;
 pub mod error;
 pub mod module_file;
 pub mod perf_map;
+pub mod qualified;
 pub mod segments;
 pub mod symbol_dirs;
 pub mod symbolizer;

@@ -5,6 +5,8 @@
 //!
 //! - [`Plan::Full`]: blazesym with its DWARF reader: names, file:line and inlined
 //!   functions. For DWARF stored plainly (read in place) or absent (ELF symbols only).
+//!   A function DWARF names bare (line tables only) takes its symbol's whole name
+//!   ([`crate::qualified`]).
 //! - [`Plan::Light`]: for compressed DWARF (distribution debug packages such as
 //!   libc6-dbg): names from the ELF symbol table, lines from the line table alone
 //!   ([`crate::debug_lines`]), no inlined functions. blazesym would inflate every debug
@@ -191,7 +193,8 @@ impl Symbolizer {
             }
             Some(Chosen::Full { source }) => {
                 let source = source.clone();
-                self.run(&source, Elf::new(&source), &addrs)?
+                let named = self.run(&source, Elf::new(&source), &addrs)?;
+                self.qualify(&source, &addrs, named)?
             }
             None => Vec::new(),
         };
@@ -238,6 +241,39 @@ impl Symbolizer {
                 _ => None,
             })
             .collect())
+    }
+
+    /// Gives the functions DWARF names bare (line tables only) their symbols' whole
+    /// names ([`crate::qualified`]); `named` is blazesym's naming of `addrs` in `path`.
+    fn qualify(
+        &mut self,
+        path: &Path,
+        addrs: &[u64],
+        mut named: Vec<Option<Named>>,
+    ) -> Result<Vec<Option<Named>>, SymbolsError> {
+        // Only names without a path ask the symbol table (C's always do; they keep
+        // their name, the symbol's being the same).
+        let bare: Vec<usize> = named
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.as_ref().is_some_and(|n| !n.function.contains("::")))
+            .map(|(i, _)| i)
+            .collect();
+        if bare.is_empty() {
+            return Ok(named);
+        }
+        let mut elf = Elf::new(path);
+        elf.debug_syms = false;
+        let at: Vec<u64> = bare.iter().map(|&i| addrs[i]).collect();
+        let symbols = self.run(path, elf, &at)?;
+        for (&i, symbol) in bare.iter().zip(symbols) {
+            if let (Some(n), Some(symbol)) = (named[i].as_mut(), symbol)
+                && crate::qualified::qualifies(&symbol.function, &n.function)
+            {
+                n.function = symbol.function;
+            }
+        }
+        Ok(named)
     }
 
     /// Names for code no symbol covers, by its module and the start of the CFI entry
@@ -329,6 +365,92 @@ mod tests {
         let file = ModuleFile::open(bin).expect("ELF");
         let mut out = s.symbolize(&file, &[offset]).expect("symbolises");
         out.remove(0).expect("named")
+    }
+
+    /// A Rust program built with line tables only (DWARF without paths) is named by its
+    /// functions' whole paths, as one built with full debug information is and as perf
+    /// names it from the symbol table: `m::inner::spin_here`, not `spin_here`. Lines and
+    /// inlined functions still come from DWARF.
+    #[test]
+    fn functions_dwarf_names_bare_take_their_symbols_whole_names() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("m.rs");
+        std::fs::write(
+            &src,
+            "mod inner {\n\
+             #[inline(never)] pub fn spin_here(n: u64) -> u64 {\n\
+             let mut s = 0u64; for i in 0..n { s = s.wrapping_mul(31).wrapping_add(i ^ (s >> 3)); } s }\n\
+             #[inline(never)] pub fn sum<T: Into<u64> + Copy>(v: &[T]) -> u64 {\n\
+             v.iter().map(|&x| x.into()).fold(0, u64::wrapping_add) }\n\
+             }\n\
+             fn main() { let n = std::env::args().count() as u64;\n\
+             println!(\"{} {}\", inner::spin_here(n), inner::sum(&[n, 2]));\n\
+             println!(\"{}\", inner::sum(&[n as u32])); }\n",
+        )
+        .expect("write");
+        let build = |name: &str, debuginfo: &str| {
+            let out = dir.path().join(name);
+            tool(
+                Command::new("rustc")
+                    .args(["-O", "-C", &format!("debuginfo={debuginfo}"), "-o"])
+                    .arg(&out)
+                    .arg(&src),
+            );
+            out
+        };
+        let bare = build("bare", "line-tables-only");
+        let full = build("full", "2");
+        // Every function of ours, by its mangled symbol: spin_here and sum's two instances.
+        let ours = |bin: &Path| -> Vec<u64> {
+            use object::{Object, ObjectSymbol};
+            let data = std::fs::read(bin).expect("read");
+            let obj = object::File::parse(&*data).expect("parse");
+            let mut at: Vec<(String, u64)> = obj
+                .symbols()
+                .filter_map(|s| {
+                    let name = s.name().ok()?;
+                    (name.contains("5inner9spin_here") || name.contains("5inner3sum"))
+                        .then(|| (name.to_string(), s.address()))
+                })
+                .collect();
+            at.sort();
+            at.into_iter()
+                .map(|(_, a)| file_offset(bin, a + 1))
+                .collect()
+        };
+        let names = |bin: &Path| -> Vec<Named> {
+            let file = ModuleFile::open(bin).expect("ELF");
+            let offsets = ours(bin);
+            assert_eq!(
+                offsets.len(),
+                3,
+                "spin_here and two instances of sum in {bin:?}"
+            );
+            let mut s = Symbolizer::new(vec![]);
+            s.symbolize(&file, &offsets)
+                .expect("symbolises")
+                .into_iter()
+                .map(|n| n.expect("named"))
+                .collect()
+        };
+        let (bare, full) = (names(&bare), names(&full));
+        let functions = |n: &[Named]| {
+            let mut f: Vec<String> = n.iter().map(|n| n.function.clone()).collect();
+            f.sort();
+            f
+        };
+        assert_eq!(
+            functions(&bare),
+            ["m::inner::spin_here", "m::inner::sum", "m::inner::sum"],
+            "line tables only"
+        );
+        assert_eq!(functions(&full), functions(&bare), "full debug information");
+        for n in &bare {
+            assert!(
+                n.loc.file.as_deref().is_some_and(|f| f.ends_with("m.rs")) && n.loc.line > 0,
+                "a line from DWARF: {n:?}"
+            );
+        }
     }
 
     /// What is dropped is what was not used since the last drop; a file still in use
