@@ -14,7 +14,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use hotspot_format::merge::{self, Merged, Merger, Window};
+use hotspot_format::merge::{Merged, Merger, Window};
 use hotspot_format::{Follower, FormatError, Scrubbed};
 
 use crate::error::ReplayError;
@@ -46,12 +46,26 @@ fn listing(dir: &Path) -> Result<Vec<PathBuf>, ReplayError> {
     Ok(out)
 }
 
-/// Every segment's bytes, oldest first. A segment removed by the recorder's budget
-/// between the listing and the read is left out; any other failure names the segment.
-pub fn read_segments(dir: &Path) -> Result<Vec<Vec<u8>>, ReplayError> {
+/// Every segment mapped, oldest first: what a reader that needs them all at once (a
+/// snapshot places its window on the whole history before merging) holds as the page
+/// cache's, not its own memory, whatever the history's size. A segment removed by the
+/// recorder's budget between the listing and the mapping is left out; any other failure
+/// names the segment.
+pub fn map_segments(dir: &Path) -> Result<Vec<memmap2::Mmap>, ReplayError> {
     let mut out = Vec::new();
     for path in segments(dir)? {
-        out.extend(read_segment(&path)?);
+        let Some(file) = open_segment(&path)? else {
+            continue;
+        };
+        // SAFETY: read-only and private; the recorder only appends to a segment (what it
+        // adds past the mapped length is not seen) and removes whole files, which leaves
+        // a mapping valid. A file truncated under us by something else would fault,
+        // mmap's known hazard (as `export::Scan` maps a capture).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| ReplayError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        out.push(map);
     }
     Ok(out)
 }
@@ -83,17 +97,25 @@ fn open_segment(path: &Path) -> Result<Option<File>, ReplayError> {
 
 /// The history in `dir` as one capture's bytes: what lies in `window`, scrubbed of
 /// `scrub` when given.
+///
+/// One segment is read at a time and let go of once merged: the reader holds the merged
+/// capture and the segment being read, not the whole history twice.
 pub fn merged(
     dir: &Path,
     window: Window,
     scrub: Option<Scrubbed>,
 ) -> Result<(Vec<u8>, Merged), ReplayError> {
-    let data = read_segments(dir)?;
-    let slices: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
-    merge::merge(&slices, Vec::new(), window, scrub).map_err(|source| ReplayError::Format {
+    let format = |source| ReplayError::Format {
         path: dir.to_path_buf(),
         source,
-    })
+    };
+    let mut merger = Merger::new(Vec::new(), window, scrub);
+    for path in segments(dir)? {
+        if let Some(data) = read_segment(&path)? {
+            merger.segment(&data).map_err(format)?;
+        }
+    }
+    merger.finish().map_err(format)
 }
 
 /// A history read as it grows, merged into one capture's bytes written to a [`Pipe`]:

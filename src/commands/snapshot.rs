@@ -22,8 +22,8 @@ pub fn run(args: cli::SnapshotArgs) -> anyhow::Result<()> {
             dir.display()
         );
     }
-    let data = history::read_segments(dir)?;
-    let slices: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
+    let maps = history::map_segments(dir)?;
+    let slices: Vec<&[u8]> = maps.iter().map(|m| &m[..]).collect();
     let window = window(&args, &slices)?;
     let scrub = args.scrub.then(|| args.keep.what());
     let stats = write_new(&args.output, "snapshot", |w| {
